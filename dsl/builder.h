@@ -1,0 +1,134 @@
+// The ops users write kernels with. Each call appends typed IR to the kernel being traced
+// (see dsl/kernel.h) and checks its operands, throwing tilejit::Error with the op, the
+// shapes / dtypes and the user's file:line on misuse. Semantics follow Triton's
+// programming model with numpy broadcasting; there is no implicit dtype promotion between
+// tiles (cast explicitly), while C++ numbers take the dtype of the tile they meet.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dsl/tile.h"
+
+namespace tilejit::dsl {
+
+using Loc = std::source_location;
+
+// --- ids, constants, index tiles -------------------------------------------------------
+Tile program_id(int axis, Loc loc = Loc::current());    // i32 scalar; axis 0, 1 or 2
+Tile num_programs(int axis, Loc loc = Loc::current());  // i32 scalar
+Tile arange(int64_t start, int64_t end, Loc loc = Loc::current());  // i32 tile, end-start a power of two
+Tile full(const Shape& shape, double value, DType dtype, Loc loc = Loc::current());
+Tile zeros(const Shape& shape, DType dtype, Loc loc = Loc::current());
+Tile scalar(double value, DType dtype, Loc loc = Loc::current());
+
+// --- shapes ----------------------------------------------------------------------------
+Tile broadcast_to(const Tile& x, const Shape& shape, Loc loc = Loc::current());
+Tile expand_dims(const Tile& x, int axis, Loc loc = Loc::current());
+Tile reshape(const Tile& x, const Shape& shape, Loc loc = Loc::current());
+Tile trans(const Tile& x, std::vector<int64_t> perm = {1, 0}, Loc loc = Loc::current());
+
+// --- arithmetic, comparisons, logic (numpy broadcasting) --------------------------------
+// Integer division truncates toward zero and % takes the dividend's sign, as in C.
+// A pointer plus an integer tile is a tile of pointers (element offsets, not bytes).
+Tile operator+(const Operand& a, const Operand& b);
+Tile operator-(const Operand& a, const Operand& b);
+Tile operator*(const Operand& a, const Operand& b);
+Tile operator/(const Operand& a, const Operand& b);
+Tile operator%(const Operand& a, const Operand& b);
+Tile operator&(const Operand& a, const Operand& b);
+Tile operator|(const Operand& a, const Operand& b);
+Tile operator^(const Operand& a, const Operand& b);
+Tile operator<<(const Operand& a, const Operand& b);
+Tile operator>>(const Operand& a, const Operand& b);  // arithmetic shift
+Tile operator&&(const Operand& a, const Operand& b);  // i1 only
+Tile operator||(const Operand& a, const Operand& b);  // i1 only
+Tile operator==(const Operand& a, const Operand& b);
+Tile operator!=(const Operand& a, const Operand& b);
+Tile operator<(const Operand& a, const Operand& b);
+Tile operator<=(const Operand& a, const Operand& b);
+Tile operator>(const Operand& a, const Operand& b);
+Tile operator>=(const Operand& a, const Operand& b);
+Tile operator-(const Operand& a);
+Tile operator!(const Operand& a);  // i1 only
+Tile operator~(const Operand& a);  // integers
+Tile minimum(const Operand& a, const Operand& b, Loc loc = Loc::current());
+Tile maximum(const Operand& a, const Operand& b, Loc loc = Loc::current());
+Tile where(const Operand& cond, const Operand& a, const Operand& b, Loc loc = Loc::current());
+Tile cdiv(const Operand& a, const Operand& b, Loc loc = Loc::current());  // ceil(a / b) for a >= 0, b > 0
+Tile fma(const Operand& a, const Operand& b, const Operand& c, Loc loc = Loc::current());
+
+// --- math (floating point; f16 / bf16 are computed in f32) -------------------------------
+Tile abs(const Tile& x, Loc loc = Loc::current());
+Tile exp(const Tile& x, Loc loc = Loc::current());
+Tile exp2(const Tile& x, Loc loc = Loc::current());
+Tile log(const Tile& x, Loc loc = Loc::current());
+Tile log2(const Tile& x, Loc loc = Loc::current());
+Tile sqrt(const Tile& x, Loc loc = Loc::current());
+Tile rsqrt(const Tile& x, Loc loc = Loc::current());
+Tile sin(const Tile& x, Loc loc = Loc::current());
+Tile cos(const Tile& x, Loc loc = Loc::current());
+Tile tanh(const Tile& x, Loc loc = Loc::current());
+Tile erf(const Tile& x, Loc loc = Loc::current());
+Tile sigmoid(const Tile& x, Loc loc = Loc::current());
+
+// --- conversions -------------------------------------------------------------------------
+// Round to nearest even. With saturate, fp8 results clamp to the format's largest finite
+// value instead of becoming NaN / inf. float -> int truncates and saturates (NaN -> 0).
+// e8m0 encodes the nearest power of two (ties to the even exponent; zero, negatives and
+// NaN encode 0xff) and decodes to 2^(byte-127).
+Tile cast(const Tile& x, DType to, bool saturate = false, Loc loc = Loc::current());
+Tile bitcast(const Tile& x, DType to, Loc loc = Loc::current());  // same bit width
+
+// --- memory ------------------------------------------------------------------------------
+// Masked-off lanes of a load read `other` (0 by default) and touch no memory.
+Tile load(const Tile& ptr, Loc loc = Loc::current());
+Tile load(const Tile& ptr, const Tile& mask, Loc loc = Loc::current());
+Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc loc = Loc::current());
+void store(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
+void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
+// Atomics on global memory (relaxed, device scope); each returns the old values.
+Tile atomic_add(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
+Tile atomic_add(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
+Tile atomic_max(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
+Tile atomic_max(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
+Tile atomic_cas(const Tile& ptr, const Operand& compare, const Operand& value, Loc loc = Loc::current());
+
+// --- reductions --------------------------------------------------------------------------
+// argmax / argmin return i32 indices; ties pick the smallest index.
+Tile sum(const Tile& x, int axis, bool keepdims = false, Loc loc = Loc::current());
+Tile max(const Tile& x, int axis, bool keepdims = false, Loc loc = Loc::current());
+Tile min(const Tile& x, int axis, bool keepdims = false, Loc loc = Loc::current());
+Tile argmax(const Tile& x, int axis, bool keepdims = false, Loc loc = Loc::current());
+Tile argmin(const Tile& x, int axis, bool keepdims = false, Loc loc = Loc::current());
+
+// --- matrix product ----------------------------------------------------------------------
+// dot(a (M,K), b (K,N), acc (M,N)) = a @ b + acc. Accumulates in f32 (i32 for i8 inputs).
+enum class Precision { tf32, ieee, tf32x3 };  // for f32 inputs; tf32 is the default
+Tile dot(const Tile& a, const Tile& b, const Tile& acc, Precision precision = Precision::tf32,
+         Loc loc = Loc::current());
+Tile dot(const Tile& a, const Tile& b, Loc loc = Loc::current());
+
+// --- control flow ------------------------------------------------------------------------
+// for i in range(lb, ub, step) with loop-carried tiles: the body receives the induction
+// variable and the carried values and returns their next values (same types).
+using LoopBody = std::function<std::vector<Tile>(Tile, std::vector<Tile>)>;
+std::vector<Tile> for_range(const Operand& lb, const Operand& ub, const Operand& step,
+                            std::vector<Tile> init, const LoopBody& body, Loc loc = Loc::current());
+Tile for_range(const Operand& lb, const Operand& ub, const Operand& step, const Tile& init,
+               const std::function<Tile(Tile, Tile)>& body, Loc loc = Loc::current());
+void for_range(const Operand& lb, const Operand& ub, const Operand& step,
+               const std::function<void(Tile)>& body, Loc loc = Loc::current());
+// if / else on an i1 scalar; both branches return values of the same types.
+using BranchBody = std::function<std::vector<Tile>()>;
+std::vector<Tile> if_else(const Tile& cond, const BranchBody& then_body, const BranchBody& else_body,
+                          Loc loc = Loc::current());
+void if_then(const Tile& cond, const std::function<void()>& then_body, Loc loc = Loc::current());
+
+// --- debugging ---------------------------------------------------------------------------
+void print(const std::string& prefix, const std::vector<Tile>& values, Loc loc = Loc::current());
+// A compile-time assertion on constants: throws tilejit::Error at trace time.
+void static_check(bool condition, const std::string& message, Loc loc = Loc::current());
+
+}  // namespace tilejit::dsl

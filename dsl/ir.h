@@ -1,0 +1,158 @@
+// The tile IR: SSA values with static types (element type + static tile shape, or a scalar,
+// or a pointer), ops with attributes and nested regions (for loops, if/else), and functions.
+// The DSL builds it; codegen/ passes read and rewrite it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "dsl/dtype.h"
+#include "dsl/error.h"
+
+namespace tilejit::ir {
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& shape);  // "64x32"
+
+// A value's type. A pointer type points at `dtype` in global memory. A tile type has a
+// non-empty shape of power-of-two sizes; a scalar type has an empty shape.
+struct Type {
+  DType dtype = DType::f32;
+  bool pointer = false;
+  Shape shape;
+
+  static Type scalar(DType d) { return Type{d, false, {}}; }
+  static Type pointer_to(DType d) { return Type{d, true, {}}; }
+  bool is_scalar() const { return shape.empty(); }
+  bool is_tile() const { return !shape.empty(); }
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const;
+  Type with_shape(Shape s) const { return Type{dtype, pointer, std::move(s)}; }
+  Type with_dtype(DType d) const { return Type{d, pointer, shape}; }
+  Type element() const { return Type{dtype, pointer, {}}; }
+  std::string str() const;  // "f32", "ptr<f16>", "tile<64x32xf32>", "tile<64xptr<f32>>"
+  bool operator==(const Type&) const = default;
+};
+
+enum class OpKind : uint8_t {
+  // Constants, ids, index tiles.
+  constant, program_id, num_programs, arange,
+  // Shape manipulation.
+  splat, broadcast, expand_dims, reshape, trans,
+  // Elementwise binary arithmetic and logic (operands and result share one type).
+  add, sub, mul, div, rem, minimum, maximum, bit_and, bit_or, bit_xor, shl, shr,
+  // Comparison (result i1). Attribute "predicate".
+  cmp,
+  // Elementwise unary.
+  neg, bit_not, abs, exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, sigmoid,
+  // Elementwise ternary.
+  fma, select,
+  // Conversions.
+  cast, bitcast,
+  // Memory.
+  addptr, load, store, atomic_add, atomic_max, atomic_cas,
+  // Reductions and matrix product.
+  reduce, dot,
+  // Control flow.
+  for_loop, if_else, yield,
+  // Debugging.
+  print,
+};
+std::string_view op_name(OpKind kind);
+bool is_elementwise_unary(OpKind kind);
+bool is_elementwise_binary(OpKind kind);  // add .. shr (not cmp)
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, DType>;
+
+class Op;
+class Block;
+
+class Value {
+ public:
+  Type type;
+  Op* def = nullptr;       // the defining op; null for a block argument
+  Block* owner = nullptr;  // the block the value is defined in
+  std::string name;        // optional, for readable IR (kernel parameters)
+};
+
+class Op {
+ public:
+  OpKind kind;
+  std::vector<Value*> operands;
+  std::vector<Value*> results;
+  std::vector<std::pair<std::string, AttrValue>> attrs;
+  std::vector<std::unique_ptr<Block>> regions;
+  Block* parent = nullptr;
+  SourceLoc loc;
+
+  Value* result(size_t i = 0) const { return results.at(i); }
+  bool has_attr(std::string_view name) const;
+  const AttrValue& attr(std::string_view name) const;
+  int64_t attr_int(std::string_view name) const { return std::get<int64_t>(attr(name)); }
+  double attr_float(std::string_view name) const { return std::get<double>(attr(name)); }
+  const std::string& attr_str(std::string_view name) const { return std::get<std::string>(attr(name)); }
+  const std::vector<int64_t>& attr_ints(std::string_view name) const {
+    return std::get<std::vector<int64_t>>(attr(name));
+  }
+  DType attr_dtype(std::string_view name) const { return std::get<DType>(attr(name)); }
+  void set_attr(std::string name, AttrValue value);
+  Block& region(size_t i) const { return *regions.at(i); }
+};
+
+class Block {
+ public:
+  std::vector<Value*> args;
+  std::vector<std::unique_ptr<Op>> ops;
+  Op* parent_op = nullptr;  // null for a function's body
+
+  Block* parent_block() const { return parent_op ? parent_op->parent : nullptr; }
+  // True if values defined in `this` are visible in `inner` (same block or an enclosing one).
+  bool encloses(const Block* inner) const;
+};
+
+// Facts about an argument that the specialization key carries (Triton's rule).
+struct ArgFacts {
+  bool equals_one = false;     // integer argument == 1: folded to a constant
+  bool divisible_by_16 = false;  // integer argument % 16 == 0
+  bool aligned_16 = false;     // pointer argument 16-byte aligned
+  bool operator==(const ArgFacts&) const = default;
+};
+
+struct Param {
+  std::string name;
+  Type type;  // a scalar or a pointer
+  ArgFacts facts;
+};
+
+class Function {
+ public:
+  std::string name;
+  std::vector<Param> params;
+  Block body;  // body.args are the parameters, in order
+  int num_warps = 4;
+  int num_stages = 1;
+  // Compile-time constants the kernel was traced with, in declaration order (for printing).
+  std::vector<std::pair<std::string, int64_t>> constants;
+
+  Value* new_value(Type type, Block* owner, Op* def);
+  std::string str() const;  // the stable text form
+
+ private:
+  std::vector<std::unique_ptr<Value>> values_;
+};
+
+// Walks every op of a block and its nested regions, parents before children.
+template <typename F>
+void walk(Block& block, F&& fn) {
+  for (auto& op : block.ops) {
+    fn(*op);
+    for (auto& region : op->regions) walk(*region, fn);
+  }
+}
+
+}  // namespace tilejit::ir

@@ -1,0 +1,84 @@
+#include "dsl/kernel.h"
+
+#include "dsl/trace.h"
+#include "dsl/verifier.h"
+
+namespace tilejit::dsl {
+
+int64_t Constants::operator[](std::string_view name) const {
+  for (auto& [key, value] : values)
+    if (key == name) return value;
+  fail("kernel constant '{}' is not declared", name);
+}
+
+bool Constants::has(std::string_view name) const {
+  for (auto& [key, value] : values)
+    if (key == name) return true;
+  return false;
+}
+
+Kernel::Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body)
+    : name_(std::move(name)), params_(std::move(params)), constants_(std::move(constants)), body_(std::move(body)) {
+  for (auto& p : params_)
+    if (p.type.is_tile()) fail("kernel {}: parameter '{}' must be a scalar or a pointer", name_, p.name);
+  auto declare_default = [&](const char* key, int64_t value) {
+    for (auto& c : constants_)
+      if (c.name == key) return;
+    constants_.push_back({key, value});
+  };
+  declare_default("num_warps", 4);
+  declare_default("num_stages", 1);
+}
+
+Constants Kernel::constants(const std::vector<std::pair<std::string, int64_t>>& overrides) const {
+  Constants result;
+  for (auto& c : constants_) result.values.emplace_back(c.name, c.default_value);
+  for (auto& [key, value] : overrides) {
+    bool found = false;
+    for (auto& [name, v] : result.values)
+      if (name == key) {
+        v = value;
+        found = true;
+      }
+    if (!found) {
+      std::vector<std::string> names;
+      for (auto& c : constants_) names.push_back(c.name);
+      fail("kernel {}: unknown constant '{}' (declared: {})", name_, key, fmt::join(names, ", "));
+    }
+  }
+  return result;
+}
+
+std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
+                                            const std::vector<ir::ArgFacts>& facts) const {
+  if (!facts.empty() && facts.size() != params_.size())
+    fail("kernel {}: {} specialization facts for {} parameters", name_, facts.size(), params_.size());
+  auto fn = std::make_unique<ir::Function>();
+  fn->name = name_;
+  fn->params = params_;
+  fn->constants = constants.values;
+  fn->num_warps = static_cast<int>(constants["num_warps"]);
+  fn->num_stages = static_cast<int>(constants["num_stages"]);
+  int nw = fn->num_warps;
+  if (nw < 1 || nw > 32 || (nw & (nw - 1)))
+    fail("kernel {}: num_warps must be a power of two in [1, 32], got {}", name_, nw);
+  if (fn->num_stages < 1) fail("kernel {}: num_stages must be >= 1, got {}", name_, fn->num_stages);
+
+  std::vector<Tile> args;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!facts.empty()) fn->params[i].facts = facts[i];
+    ir::Value* v = fn->new_value(params_[i].type, &fn->body, nullptr);
+    v->name = params_[i].name;
+    fn->body.args.push_back(v);
+    args.emplace_back(v);
+  }
+  detail::TraceState state{fn.get(), &fn->body};
+  {
+    detail::TraceGuard guard(state);
+    body_(constants, args);
+  }
+  verify(*fn);
+  return fn;
+}
+
+}  // namespace tilejit::dsl

@@ -1,0 +1,110 @@
+// Kernel definitions. A kernel is a C++ callable over typed parameters (Ptr<f32>,
+// Scalar<i32>, ...) plus the compile-time constants it was declared with; tracing calls it
+// once with symbolic tiles and records the tile IR.
+//
+//   auto k = define_kernel("vector_add", {"x", "y", "out", "n"}, {{"BLOCK", 1024}},
+//       [](const Constants& c, Ptr<f32> x, Ptr<f32> y, Ptr<f32> out, Scalar<i32> n) {
+//         Tile offs = program_id(0) * c["BLOCK"] + arange(0, c["BLOCK"]);
+//         Tile mask = offs < n;
+//         store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);
+//       });
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "dsl/builder.h"
+
+namespace tilejit::dsl {
+
+using namespace tilejit::dtypes;
+
+template <DType D>
+struct Ptr : Tile {
+  explicit Ptr(const Tile& t) : Tile(t) {}
+  static ir::Type param_type() { return ir::Type::pointer_to(D); }
+};
+template <DType D>
+struct Scalar : Tile {
+  explicit Scalar(const Tile& t) : Tile(t) {}
+  static ir::Type param_type() { return ir::Type::scalar(D); }
+};
+
+struct ConstantDecl {
+  std::string name;
+  int64_t default_value;
+};
+
+// The compile-time constants a kernel is traced with. num_warps (default 4) and num_stages
+// (default 1) are constants too; the code generator reads them.
+class Constants {
+ public:
+  std::vector<std::pair<std::string, int64_t>> values;
+  int64_t operator[](std::string_view name) const;  // throws for an undeclared name
+  bool flag(std::string_view name) const { return (*this)[name] != 0; }
+  bool has(std::string_view name) const;
+};
+
+class Kernel {
+ public:
+  using Body = std::function<void(const Constants&, std::span<const Tile>)>;
+  Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body);
+
+  const std::string& name() const { return name_; }
+  const std::vector<ir::Param>& params() const { return params_; }
+  const std::vector<ConstantDecl>& constant_decls() const { return constants_; }
+
+  // The declared constants with `overrides` applied; an unknown name is an error.
+  Constants constants(const std::vector<std::pair<std::string, int64_t>>& overrides = {}) const;
+  // Traces the kernel into verified tile IR. `facts` (one per parameter, or empty) is the
+  // specialization the IR is traced for.
+  std::unique_ptr<ir::Function> trace(const Constants& constants,
+                                      const std::vector<ir::ArgFacts>& facts = {}) const;
+
+ private:
+  std::string name_;
+  std::vector<ir::Param> params_;
+  std::vector<ConstantDecl> constants_;
+  Body body_;
+};
+
+namespace detail {
+template <typename T>
+struct CallableArgs : CallableArgs<decltype(&T::operator())> {};
+template <typename C, typename R, typename... A>
+struct CallableArgs<R (C::*)(const Constants&, A...) const> {
+  using Tuple = std::tuple<A...>;
+};
+template <typename R, typename... A>
+struct CallableArgs<R (*)(const Constants&, A...)> {
+  using Tuple = std::tuple<A...>;
+};
+}  // namespace detail
+
+// Defines a kernel from a callable `(const Constants&, Ptr<..>/Scalar<..>...)`; `names`
+// names its parameters in order.
+template <typename F>
+Kernel define_kernel(std::string name, std::vector<std::string> names, std::vector<ConstantDecl> constants,
+                     F fn) {
+  using Args = typename detail::CallableArgs<F>::Tuple;
+  constexpr size_t n = std::tuple_size_v<Args>;
+  if (names.size() != n)
+    fail("define_kernel({}): {} parameter names for {} parameters", name, names.size(), n);
+  std::vector<ir::Param> params;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (params.push_back(ir::Param{names[I], std::tuple_element_t<I, Args>::param_type(), {}}), ...);
+  }(std::make_index_sequence<n>());
+  Kernel::Body body = [fn](const Constants& c, std::span<const Tile> args) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      fn(c, std::tuple_element_t<I, Args>(args[I])...);
+    }(std::make_index_sequence<n>());
+  };
+  return Kernel(std::move(name), std::move(params), std::move(constants), std::move(body));
+}
+
+}  // namespace tilejit::dsl

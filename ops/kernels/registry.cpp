@@ -1,0 +1,27 @@
+#include "ops/kernels/registry.h"
+
+#include "ops/kernels/examples.h"
+
+namespace tilejit::ops {
+
+const std::vector<RegisteredKernel>& registered_kernels() {
+  static const std::vector<RegisteredKernel> kernels = {
+      {vector_add_kernel(), "out[i] = x[i] + y[i] over f32 vectors"},
+      {softmax_kernel(), "row softmax of an f32 matrix, one row per program"},
+      {layernorm_kernel(), "layernorm forward with mean and rsigma outputs, one row per program"},
+      {gemm_kernel(), "tiled f32 GEMM C = A @ B with a K loop"},
+      {argmax_kernel(), "per-row argmax of an f32 matrix"},
+  };
+  return kernels;
+}
+
+const RegisteredKernel& find_kernel(const std::string& name) {
+  std::vector<std::string> names;
+  for (auto& k : registered_kernels()) {
+    if (k.kernel.name() == name) return k;
+    names.push_back(k.kernel.name());
+  }
+  fail("no registered kernel '{}' (registered: {})", name, fmt::join(names, ", "));
+}
+
+}  // namespace tilejit::ops

@@ -1,0 +1,158 @@
+#include "codegen/axis_info.h"
+
+#include <numeric>
+
+namespace tilejit::codegen {
+namespace {
+
+constexpr int64_t kMaxDivisibility = int64_t{1} << 30;
+
+int64_t pow2_divisor(int64_t v) {
+  if (v == 0) return kMaxDivisibility;
+  int64_t d = 1;
+  while (d < kMaxDivisibility && (v % (d * 2)) == 0) d *= 2;
+  return d;
+}
+
+AxisInfo uniform(const ir::Type& type, int64_t divisibility) {
+  AxisInfo a;
+  a.scalar_divisibility = divisibility;
+  for (int64_t size : type.shape) {
+    a.contiguity.push_back(1);
+    a.divisibility.push_back(divisibility);
+    a.constancy.push_back(size);
+  }
+  return a;
+}
+
+AxisInfo unknown(const ir::Type& type) {
+  AxisInfo a;
+  for (size_t i = 0; i < type.shape.size(); ++i) {
+    a.contiguity.push_back(1);
+    a.divisibility.push_back(1);
+    a.constancy.push_back(1);
+  }
+  return a;
+}
+
+int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
+
+}  // namespace
+
+AxisAnalysis::AxisAnalysis(const ir::Function& fn) {
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ir::Param& p = fn.params[i];
+    int64_t div = 1;
+    if (p.type.pointer) div = p.facts.aligned_16 ? 16 : dtype_storage_bytes(p.type.dtype);
+    else if (p.facts.divisible_by_16) div = 16;
+    infos_[fn.body.args[i]] = uniform(p.type, div);
+  }
+  visit_block(fn.body);
+}
+
+const AxisInfo& AxisAnalysis::info(const ir::Value* v) const {
+  auto it = infos_.find(v);
+  TJ_CHECK(it != infos_.end());
+  return it->second;
+}
+
+void AxisAnalysis::visit_block(const ir::Block& block) {
+  for (auto& op : block.ops) {
+    for (auto& region : op->regions) {
+      for (auto* arg : region->args) infos_[arg] = unknown(arg->type);
+      visit_block(*region);
+    }
+    for (auto* r : op->results) infos_[r] = r == op->results[0] ? compute(*op) : unknown(r->type);
+  }
+}
+
+AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
+  const ir::Type& type = op.result()->type;
+  auto in = [&](size_t i) -> const AxisInfo& { return info(op.operands[i]); };
+  int rank = type.rank();
+  switch (op.kind) {
+    case ir::OpKind::constant:
+      if (std::holds_alternative<int64_t>(op.attr("value"))) return uniform(type, pow2_divisor(op.attr_int("value")));
+      return uniform(type, 1);
+    case ir::OpKind::arange: {
+      AxisInfo a;
+      a.contiguity = {type.shape[0]};
+      a.divisibility = {pow2_divisor(op.attr_int("start"))};
+      a.constancy = {1};
+      return a;
+    }
+    case ir::OpKind::splat: return uniform(type, in(0).scalar_divisibility);
+    case ir::OpKind::broadcast: {
+      AxisInfo a = in(0);
+      const ir::Shape& from = op.operands[0]->type.shape;
+      for (int d = 0; d < rank; ++d)
+        if (from[d] != type.shape[d]) a.constancy[d] = type.shape[d];
+      return a;
+    }
+    case ir::OpKind::expand_dims: {
+      AxisInfo a = in(0);
+      int axis = static_cast<int>(op.attr_int("axis"));
+      a.contiguity.insert(a.contiguity.begin() + axis, 1);
+      a.divisibility.insert(a.divisibility.begin() + axis, a.divisibility.empty() ? 1 : a.divisibility[0]);
+      a.constancy.insert(a.constancy.begin() + axis, 1);
+      return a;
+    }
+    case ir::OpKind::add:
+    case ir::OpKind::sub:
+    case ir::OpKind::addptr: {
+      const AxisInfo& a = in(0);
+      const AxisInfo& b = in(1);
+      int64_t scale = op.kind == ir::OpKind::addptr ? dtype_storage_bytes(type.dtype) : 1;
+      AxisInfo r;
+      r.scalar_divisibility = gcd(a.scalar_divisibility, b.scalar_divisibility * scale);
+      for (int d = 0; d < rank; ++d) {
+        int64_t contig_b = op.kind == ir::OpKind::sub ? 1 : b.contiguity[d];
+        r.contiguity.push_back(std::max(gcd(a.contiguity[d], b.constancy[d]), gcd(contig_b, a.constancy[d])));
+        r.divisibility.push_back(gcd(a.divisibility[d], b.divisibility[d] * scale));
+        r.constancy.push_back(gcd(a.constancy[d], b.constancy[d]));
+      }
+      return r;
+    }
+    case ir::OpKind::mul: {
+      const AxisInfo& a = in(0);
+      const AxisInfo& b = in(1);
+      AxisInfo r;
+      r.scalar_divisibility = std::min(kMaxDivisibility, a.scalar_divisibility * b.scalar_divisibility);
+      for (int d = 0; d < rank; ++d) {
+        r.contiguity.push_back(1);
+        r.divisibility.push_back(std::min(kMaxDivisibility, a.divisibility[d] * b.divisibility[d]));
+        r.constancy.push_back(gcd(a.constancy[d], b.constancy[d]));
+      }
+      return r;
+    }
+    case ir::OpKind::cmp: {
+      // contiguous < splat(n): equal within aligned runs when n and the run starts share
+      // the divisor (the classic `offs < n` mask).
+      const AxisInfo& a = in(0);
+      const AxisInfo& b = in(1);
+      AxisInfo r = unknown(type);
+      for (int d = 0; d < rank; ++d) {
+        int64_t c = gcd(a.constancy[d], b.constancy[d]);
+        if (b.constancy[d] == type.shape[d])
+          c = std::max(c, gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])));
+        r.constancy[d] = c;
+      }
+      return r;
+    }
+    default: {
+      if (type.is_scalar()) return uniform(type, 1);
+      AxisInfo r = unknown(type);
+      bool elementwise = ir::is_elementwise_binary(op.kind) || ir::is_elementwise_unary(op.kind) ||
+                         op.kind == ir::OpKind::select || op.kind == ir::OpKind::cast;
+      if (elementwise)
+        for (int d = 0; d < rank; ++d) {
+          int64_t c = type.shape[d];
+          for (size_t i = 0; i < op.operands.size(); ++i) c = gcd(c, in(i).constancy[d]);
+          r.constancy[d] = c;
+        }
+      return r;
+    }
+  }
+}
+
+}  // namespace tilejit::codegen

@@ -1,0 +1,32 @@
+// Per-dim facts about integer and pointer tiles that decide how wide a global memory access
+// may be: contiguity (runs of consecutive values), divisibility (largest power of two that
+// divides the first value of every run; bytes for pointers) and constancy (runs of equal
+// values). Triton's AxisInfo analysis, on the tile IR.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "dsl/ir.h"
+
+namespace tilejit::codegen {
+
+struct AxisInfo {
+  std::vector<int64_t> contiguity;
+  std::vector<int64_t> divisibility;
+  std::vector<int64_t> constancy;
+  int64_t scalar_divisibility = 1;  // for scalars (empty vectors)
+};
+
+class AxisAnalysis {
+ public:
+  explicit AxisAnalysis(const ir::Function& fn);
+  const AxisInfo& info(const ir::Value* v) const;
+
+ private:
+  void visit_block(const ir::Block& block);
+  AxisInfo compute(const ir::Op& op) const;
+  std::map<const ir::Value*, AxisInfo> infos_;
+};
+
+}  // namespace tilejit::codegen

@@ -1,0 +1,55 @@
+// Moving a tile between layouts through shared memory: every thread writes the elements
+// it holds at their row-major offset, the CTA synchronises, and every thread reads the
+// elements the new layout gives it. The scratch space is shared by all conversions; the
+// barrier before the writes keeps a conversion from overwriting data still being read.
+#include "codegen/lowering/lowering.h"
+
+namespace tilejit::codegen::lowering {
+
+namespace {
+
+llvm::Value* element_offset(Lowering& L, const LinearLayout& layout, int r) {
+  std::vector<llvm::Value*> c = L.coords(layout, r);
+  llvm::Value* index = L.const_i32(0);
+  for (int d = 0; d < layout.rank(); ++d)
+    index = L.b.CreateAdd(L.b.CreateMul(index, L.const_i32(layout.shape[d])), c[d]);
+  return index;
+}
+
+}  // namespace
+
+std::vector<llvm::Value*> Lowering::convert_through_shared(const ir::Type& type, const Regs& from,
+                                                           const LinearLayout& to, bool owners_only) {
+  llvm::Type* elem = type.pointer ? llvm_type(type.element()) : memory_type(type.dtype);
+  int64_t bytes = type.numel() * static_cast<int64_t>(module()->getDataLayout().getTypeAllocSize(elem));
+  reserve_shared(bytes);
+  llvm::Value* base = shared_base();
+  auto slot = [&](const LinearLayout& layout, int r) { return b.CreateGEP(elem, base, element_offset(*this, layout, r)); };
+  auto to_memory = [&](llvm::Value* v) { return type.dtype == DType::i1 && !type.pointer ? b.CreateZExt(v, elem) : v; };
+  auto from_memory = [&](llvm::Value* v) {
+    return type.dtype == DType::i1 && !type.pointer ? b.CreateICmpNE(v, llvm::ConstantInt::get(elem, 0)) : v;
+  };
+
+  barrier();
+  std::vector<bool> dup = from.layout.duplicate_registers();
+  llvm::BasicBlock* after = nullptr;
+  if (owners_only) {
+    // Replicas may hold different values (an atomic's result): only the owner writes.
+    auto* write = llvm::BasicBlock::Create(ctx, "owner_write", b.GetInsertBlock()->getParent());
+    after = llvm::BasicBlock::Create(ctx, "owner_write_done", b.GetInsertBlock()->getParent());
+    b.CreateCondBr(owns_data(from.layout), write, after);
+    b.SetInsertPoint(write);
+  }
+  for (int r = 0; r < from.layout.num_regs(); ++r)
+    if (!dup[r]) b.CreateStore(to_memory(from.values[r]), slot(from.layout, r));
+  if (after) {
+    b.CreateBr(after);
+    b.SetInsertPoint(after);
+  }
+  barrier();
+  std::vector<llvm::Value*> out;
+  for (int r = 0; r < to.num_regs(); ++r) out.push_back(from_memory(b.CreateLoad(elem, slot(to, r))));
+  return out;
+}
+
+}  // namespace tilejit::codegen::lowering

@@ -1,0 +1,114 @@
+// Structured control flow: for loops with loop-carried tiles become a header with one phi
+// per register, if / else becomes a diamond with phis at the join. Carried values and
+// branch results live in the default layout of their shape.
+#include "codegen/lowering/lowering.h"
+
+namespace tilejit::codegen::lowering {
+
+namespace {
+
+// The registers of a value in the layout a region boundary uses.
+std::vector<llvm::Value*> boundary_regs(Lowering& L, const ir::Value* v, const LinearLayout& layout) {
+  return v->type.is_scalar() ? std::vector<llvm::Value*>{L.scalar(v)} : L.in_layout(v, layout);
+}
+
+LinearLayout boundary_layout(Lowering& L, const ir::Type& type) {
+  return type.is_scalar() ? LinearLayout{} : L.default_layout(type.shape);
+}
+
+}  // namespace
+
+void Lowering::lower_for(const ir::Op& op) {
+  const ir::Block& body = op.region(0);
+  llvm::Value* lb = scalar(op.operands[0]);
+  llvm::Value* ub = scalar(op.operands[1]);
+  llvm::Value* step = scalar(op.operands[2]);
+  size_t carried = op.operands.size() - 3;
+  std::vector<LinearLayout> layouts;
+  std::vector<std::vector<llvm::Value*>> init;
+  for (size_t i = 0; i < carried; ++i) {
+    layouts.push_back(boundary_layout(*this, op.operands[3 + i]->type));
+    init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
+  }
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* preheader = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx, "for.header", f);
+  auto* loop = llvm::BasicBlock::Create(ctx, "for.body", f);
+  auto* exit = llvm::BasicBlock::Create(ctx, "for.exit", f);
+  b.CreateBr(header);
+
+  b.SetInsertPoint(header);
+  llvm::PHINode* iv = b.CreatePHI(lb->getType(), 2, "iv");
+  iv->addIncoming(lb, preheader);
+  std::vector<std::vector<llvm::PHINode*>> phis(carried);
+  for (size_t i = 0; i < carried; ++i) {
+    std::vector<llvm::Value*> regs;
+    for (llvm::Value* v : init[i]) {
+      llvm::PHINode* phi = b.CreatePHI(v->getType(), 2);
+      phi->addIncoming(v, preheader);
+      phis[i].push_back(phi);
+      regs.push_back(phi);
+    }
+    const ir::Value* arg = body.args[1 + i];
+    if (arg->type.is_scalar()) define_scalar(arg, regs[0]);
+    else define(arg, Regs{layouts[i], regs});
+    define(op.results[i], home(arg));
+  }
+  b.CreateCondBr(b.CreateICmpSLT(iv, ub), loop, exit);
+
+  b.SetInsertPoint(loop);
+  define_scalar(body.args[0], iv);
+  enter_region();
+  lower_block(body);
+  const ir::Op& yield = *body.ops.back();
+  std::vector<std::vector<llvm::Value*>> next;
+  for (size_t i = 0; i < carried; ++i) next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
+  llvm::Value* iv_next = b.CreateAdd(iv, step, "iv.next", false, true);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateBr(header);
+  iv->addIncoming(iv_next, latch);
+  for (size_t i = 0; i < carried; ++i)
+    for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
+  enter_region();
+  b.SetInsertPoint(exit);
+}
+
+void Lowering::lower_if(const ir::Op& op) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  auto* then_bb = llvm::BasicBlock::Create(ctx, "if.then", f);
+  auto* else_bb = llvm::BasicBlock::Create(ctx, "if.else", f);
+  auto* join = llvm::BasicBlock::Create(ctx, "if.end", f);
+  b.CreateCondBr(scalar(op.operands[0]), then_bb, else_bb);
+  std::vector<LinearLayout> layouts;
+  for (auto* r : op.results) layouts.push_back(boundary_layout(*this, r->type));
+
+  auto branch = [&](const ir::Block& block, llvm::BasicBlock* start) {
+    b.SetInsertPoint(start);
+    enter_region();
+    lower_block(block);
+    const ir::Op& yield = *block.ops.back();
+    std::vector<std::vector<llvm::Value*>> values;
+    for (size_t i = 0; i < op.results.size(); ++i) values.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
+    llvm::BasicBlock* end = b.GetInsertBlock();
+    b.CreateBr(join);
+    enter_region();
+    return std::make_pair(end, values);
+  };
+  auto [then_end, then_values] = branch(op.region(0), then_bb);
+  auto [else_end, else_values] = branch(op.region(1), else_bb);
+
+  b.SetInsertPoint(join);
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    std::vector<llvm::Value*> regs;
+    for (size_t r = 0; r < then_values[i].size(); ++r) {
+      llvm::PHINode* phi = b.CreatePHI(then_values[i][r]->getType(), 2);
+      phi->addIncoming(then_values[i][r], then_end);
+      phi->addIncoming(else_values[i][r], else_end);
+      regs.push_back(phi);
+    }
+    if (op.results[i]->type.is_scalar()) define_scalar(op.results[i], regs[0]);
+    else define(op.results[i], Regs{layouts[i], regs});
+  }
+}
+
+}  // namespace tilejit::codegen::lowering

@@ -1,0 +1,177 @@
+// Global loads and stores. Consecutive registers that hold consecutive addresses become
+// one vector access of up to 16 bytes when contiguity, alignment and mask constancy
+// (codegen/axis_info.h) allow; masked-off accesses are branched around, so they touch no
+// memory. Stores are made only by the thread that owns each element.
+#include "codegen/lowering/lowering.h"
+
+namespace tilejit::codegen::lowering {
+
+using K = ir::OpKind;
+
+namespace {
+
+int64_t floor_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+// How many registers of the layout hold consecutive elements of the last dim.
+int64_t layout_vector(const LinearLayout& layout) {
+  int last = layout.rank() - 1;
+  int64_t n = 1;
+  for (const Coord& basis : layout.reg) {
+    Coord expect(layout.rank(), 0);
+    expect[last] = n;
+    if (basis != expect) break;
+    n *= 2;
+  }
+  return n;
+}
+
+}  // namespace
+
+// The widest access (in elements) for a memory op on `ptr` in `layout`.
+static int64_t access_width(Lowering& L, const ir::Op& op, const LinearLayout& layout, const ir::Value* mask) {
+  const ir::Value* ptr = op.operands[0];
+  int last = layout.rank() - 1;
+  int64_t bytes = dtype_storage_bytes(ptr->type.dtype);
+  const AxisInfo& info = L.axis().info(ptr);
+  int64_t v = std::min<int64_t>(layout_vector(layout), 16 / bytes);
+  v = std::min(v, info.contiguity[last]);
+  v = std::min(v, std::max<int64_t>(1, info.divisibility[last] / bytes));
+  if (mask) v = std::min(v, L.axis().info(mask).constancy[last]);
+  return floor_pow2(std::max<int64_t>(v, 1));
+}
+
+void Lowering::lower_memory(const ir::Op& op) {
+  bool is_load = op.kind == K::load;
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* value = is_load ? nullptr : op.operands[1];
+  const ir::Value* mask = op.operands.size() > (is_load ? 1u : 2u) ? op.operands[is_load ? 1 : 2] : nullptr;
+  const ir::Value* other = is_load && op.operands.size() > 2 ? op.operands[2] : nullptr;
+  DType dtype = ptr->type.dtype;
+  llvm::Type* mem = memory_type(dtype);
+  int64_t bytes = dtype_storage_bytes(dtype);
+  auto to_register = [&](llvm::Value* v) { return dtype == DType::i1 ? b.CreateICmpNE(v, b.getInt8(0)) : v; };
+  auto to_memory = [&](llvm::Value* v) { return dtype == DType::i1 ? b.CreateZExt(v, mem) : v; };
+
+  bool is_scalar = ptr->type.is_scalar();
+  LinearLayout layout = is_scalar ? LinearLayout{} : default_layout(ptr->type.shape);
+  auto regs_of = [&](const ir::Value* v) {
+    return is_scalar ? std::vector<llvm::Value*>{scalar(v)} : in_layout(v, layout);
+  };
+  std::vector<llvm::Value*> ptrs = regs_of(ptr);
+  std::vector<llvm::Value*> masks = mask ? regs_of(mask) : std::vector<llvm::Value*>{};
+  std::vector<llvm::Value*> others = other ? regs_of(other) : std::vector<llvm::Value*>{};
+  std::vector<llvm::Value*> values = value ? regs_of(value) : std::vector<llvm::Value*>{};
+  int64_t width = is_scalar ? 1 : access_width(*this, op, layout, mask);
+  int count = static_cast<int>(ptrs.size());
+  std::vector<bool> dup = is_scalar ? std::vector<bool>{false} : layout.duplicate_registers();
+  llvm::Value* owner = is_load ? nullptr : owns_data(layout);
+
+  std::vector<llvm::Value*> result(count);
+  llvm::Type* access_type = width > 1 ? llvm::FixedVectorType::get(mem, static_cast<unsigned>(width)) : mem;
+  llvm::Align align(static_cast<uint64_t>(width * bytes));
+  for (int r = 0; r < count; r += static_cast<int>(width)) {
+    llvm::Value* pred = mask ? masks[r] : nullptr;
+    if (is_load) {
+      llvm::Value* fallback = llvm::PoisonValue::get(access_type);
+      for (int i = 0; i < width; ++i) {
+        llvm::Value* o = other ? to_memory(others[r + i]) : llvm::Constant::getNullValue(mem);
+        fallback = width > 1 ? b.CreateInsertElement(fallback, o, static_cast<uint64_t>(i)) : o;
+      }
+      llvm::Value* loaded = nullptr;
+      if (pred) {
+        llvm::BasicBlock* before = b.GetInsertBlock();
+        llvm::Value* in_branch = nullptr;
+        auto [last, merge] = emit_if(pred, "load", [&] { in_branch = b.CreateAlignedLoad(access_type, ptrs[r], align); });
+        llvm::PHINode* phi = b.CreatePHI(access_type, 2);
+        phi->addIncoming(in_branch, last);
+        phi->addIncoming(fallback, before);
+        loaded = phi;
+      } else {
+        loaded = b.CreateAlignedLoad(access_type, ptrs[r], align);
+      }
+      for (int i = 0; i < width; ++i) {
+        llvm::Value* e = width > 1 ? b.CreateExtractElement(loaded, static_cast<uint64_t>(i)) : loaded;
+        result[r + i] = to_register(e);
+      }
+      continue;
+    }
+    if (dup[r]) continue;
+    llvm::Value* data = llvm::PoisonValue::get(access_type);
+    for (int i = 0; i < width; ++i) {
+      llvm::Value* e = to_memory(values[r + i]);
+      data = width > 1 ? b.CreateInsertElement(data, e, static_cast<uint64_t>(i)) : e;
+    }
+    llvm::Value* cond = pred ? b.CreateAnd(owner, pred) : owner;
+    emit_if(cond, "store", [&] { b.CreateAlignedStore(data, ptrs[r], align); });
+  }
+  if (!is_load) return;
+  if (is_scalar) define_scalar(op.result(), result[0]);
+  else define(op.result(), Regs{layout, result});
+}
+
+void Lowering::lower_atomic(const ir::Op& op) {
+  const ir::Value* ptr = op.operands[0];
+  bool is_cas = op.kind == K::atomic_cas;
+  const ir::Value* mask = !is_cas && op.operands.size() > 2 ? op.operands[2] : nullptr;
+  DType dtype = ptr->type.dtype;
+  bool is_scalar = ptr->type.is_scalar();
+  LinearLayout layout = is_scalar ? LinearLayout{} : default_layout(ptr->type.shape);
+  auto regs_of = [&](const ir::Value* v) {
+    return is_scalar ? std::vector<llvm::Value*>{scalar(v)} : in_layout(v, layout);
+  };
+  std::vector<llvm::Value*> ptrs = regs_of(ptr);
+  std::vector<llvm::Value*> a = regs_of(op.operands[1]);
+  std::vector<llvm::Value*> c = is_cas ? regs_of(op.operands[2]) : std::vector<llvm::Value*>{};
+  std::vector<llvm::Value*> masks = mask ? regs_of(mask) : std::vector<llvm::Value*>{};
+  std::vector<bool> dup = is_scalar ? std::vector<bool>{false} : layout.duplicate_registers();
+  llvm::Value* owner = owns_data(layout);
+  llvm::SyncScope::ID scope = ctx.getOrInsertSyncScopeID("device");
+  llvm::Type* type = llvm_type(ir::Type::scalar(dtype));
+  llvm::Align align(static_cast<uint64_t>(dtype_storage_bytes(dtype)));
+
+  std::vector<llvm::Value*> result(ptrs.size());
+  for (size_t r = 0; r < ptrs.size(); ++r) {
+    if (dup[r]) {
+      result[r] = llvm::Constant::getNullValue(type);  // replaced by the owner's value below
+      continue;
+    }
+    llvm::Value* cond = mask ? b.CreateAnd(owner, masks[r]) : owner;
+    llvm::BasicBlock* before = b.GetInsertBlock();
+    llvm::Value* old = nullptr;
+    auto [last, merge] = emit_if(cond, "atomic", [&] {
+      if (is_cas) {
+        auto* x = b.CreateAtomicCmpXchg(ptrs[r], a[r], c[r], align, llvm::AtomicOrdering::Monotonic,
+                                        llvm::AtomicOrdering::Monotonic, scope);
+        old = b.CreateExtractValue(x, 0);
+        return;
+      }
+      llvm::AtomicRMWInst::BinOp bin;
+      if (op.kind == K::atomic_add) bin = is_float(dtype) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+      else bin = is_float(dtype) ? llvm::AtomicRMWInst::FMax : llvm::AtomicRMWInst::Max;
+      old = b.CreateAtomicRMW(bin, ptrs[r], a[r], align, llvm::AtomicOrdering::Monotonic, scope);
+    });
+    llvm::PHINode* phi = b.CreatePHI(type, 2);
+    phi->addIncoming(old, last);
+    phi->addIncoming(llvm::Constant::getNullValue(type), before);
+    result[r] = phi;
+  }
+  if (is_scalar) {
+    // Thread 0 performed the atomic; every thread gets its result.
+    LinearLayout single = LinearLayout::blocked({1}, fn.num_warps, 1);
+    std::vector<llvm::Value*> shared =
+        convert_through_shared(ir::Type{dtype, false, {1}}, Regs{single, result}, single, true);
+    define_scalar(op.result(), shared[0]);
+    return;
+  }
+  Regs owned{layout, result};
+  bool replicated = layout.replicated_lane_mask() || layout.replicated_warp_mask();
+  for (bool d : dup) replicated |= d;
+  if (replicated) result = convert_through_shared(op.result()->type, owned, layout, true);
+  define(op.result(), Regs{layout, result});
+}
+
+}  // namespace tilejit::codegen::lowering

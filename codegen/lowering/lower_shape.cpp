@@ -1,0 +1,90 @@
+// Constants, ids, index ranges and splats, and the shape ops (broadcast, expand_dims,
+// reshape, trans), which only relabel registers: a layout transform, no data movement.
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include "codegen/lowering/lowering.h"
+
+namespace tilejit::codegen::lowering {
+
+using K = ir::OpKind;
+
+namespace {
+
+llvm::Value* constant_value(Lowering& L, const ir::Op& op) {
+  llvm::Type* type = L.llvm_type(op.result()->type.element());
+  const ir::AttrValue& v = op.attr("value");
+  if (auto* i = std::get_if<int64_t>(&v)) return llvm::ConstantInt::get(type, static_cast<uint64_t>(*i), true);
+  return llvm::ConstantFP::get(type, std::get<double>(v));
+}
+
+}  // namespace
+
+llvm::Value* Lowering::program_index(bool count, int axis) {
+  static constexpr llvm::Intrinsic::ID kIds[2][3] = {
+      {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+       llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z},
+      {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
+       llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}};
+  return call_intrinsic(kIds[count][axis], {}, {});
+}
+
+std::vector<llvm::Value*> Lowering::compute_constant_like(const ir::Op& op, const LinearLayout& layout) {
+  std::vector<llvm::Value*> out;
+  for (int r = 0; r < layout.num_regs(); ++r) {
+    switch (op.kind) {
+      case K::constant: out.push_back(constant_value(*this, op)); break;
+      case K::splat: out.push_back(scalar(op.operands[0])); break;
+      case K::arange: out.push_back(b.CreateAdd(const_i32(op.attr_int("start")), coords(layout, r)[0])); break;
+      default: TJ_CHECK(false);
+    }
+  }
+  return out;
+}
+
+void Lowering::lower_constant_like(const ir::Op& op) {
+  const ir::Value* result = op.result();
+  if (op.kind == K::program_id || op.kind == K::num_programs) {
+    define_scalar(result, program_index(op.kind == K::num_programs, static_cast<int>(op.attr_int("axis"))));
+    return;
+  }
+  if (result->type.is_scalar()) {
+    TJ_CHECK(op.kind == K::constant);
+    define_scalar(result, constant_value(*this, op));
+    return;
+  }
+  LinearLayout layout = default_layout(result->type.shape);
+  define(result, Regs{layout, compute_constant_like(op, layout)});
+}
+
+void Lowering::lower_shape_op(const ir::Op& op) {
+  const ir::Value* in = op.operands[0];
+  const ir::Value* result = op.result();
+  switch (op.kind) {
+    case K::broadcast: {
+      LinearLayout layout = default_layout(result->type.shape);
+      std::vector<int> dims;
+      for (int d = 0; d < layout.rank(); ++d)
+        if (in->type.shape[d] != result->type.shape[d]) dims.push_back(d);
+      define(result, Regs{layout, in_layout(in, layout.squash(dims))});
+      return;
+    }
+    case K::expand_dims: {
+      const Regs& r = home(in);
+      define(result, Regs{r.layout.insert_dim(static_cast<int>(op.attr_int("axis"))), r.values});
+      return;
+    }
+    case K::reshape: {
+      const Regs& r = home(in);
+      define(result, Regs{r.layout.reshape(result->type.shape), r.values});
+      return;
+    }
+    case K::trans: {
+      const Regs& r = home(in);
+      define(result, Regs{r.layout.permute(op.attr_ints("perm")), r.values});
+      return;
+    }
+    default: TJ_CHECK(false);
+  }
+}
+
+}  // namespace tilejit::codegen::lowering

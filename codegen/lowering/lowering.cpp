@@ -1,0 +1,291 @@
+// The driver of the lowering: kernel signature, thread ids, dispatch over ops, and how a
+// value gets into the layout an op needs.
+#include "codegen/lowering/lowering.h"
+
+#include <llvm/IR/CallingConv.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace tilejit::codegen {
+namespace lowering {
+
+Lowering::Lowering(const ir::Function& function, llvm::LLVMContext& context)
+    : b(context), ctx(context), fn(function), axis_(function) {
+  module_ = std::make_unique<llvm::Module>(fn.name, ctx);
+  ir::walk(const_cast<ir::Block&>(fn.body), [&](const ir::Op& op) {
+    if (op.kind == ir::OpKind::load || op.kind == ir::OpKind::store)
+      min_memory_bytes_ = std::min(min_memory_bytes_, dtype_storage_bytes(op.operands[0]->type.dtype));
+  });
+}
+
+llvm::Type* Lowering::llvm_type(const ir::Type& t) {
+  if (t.pointer) return llvm::PointerType::get(ctx, 1);
+  switch (t.dtype) {
+    case DType::i1: return b.getInt1Ty();
+    case DType::i8: return b.getInt8Ty();
+    case DType::i32: return b.getInt32Ty();
+    case DType::i64: return b.getInt64Ty();
+    case DType::f16: return b.getHalfTy();
+    case DType::bf16: return b.getBFloatTy();
+    case DType::f32: return b.getFloatTy();
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+    case DType::e8m0: return b.getInt8Ty();  // bit patterns; arithmetic happens after a cast
+  }
+  TJ_CHECK(false);
+}
+
+llvm::Type* Lowering::memory_type(DType dtype) {
+  return dtype == DType::i1 ? b.getInt8Ty() : llvm_type(ir::Type::scalar(dtype));
+}
+
+LinearLayout Lowering::default_layout(const ir::Shape& shape) const {
+  int64_t numel = 1;
+  for (auto d : shape) numel *= d;
+  int64_t threads = 32 * int64_t{fn.num_warps};
+  int64_t vec = 16 / min_memory_bytes_;
+  while (vec > 1 && numel < threads * vec) vec /= 2;
+  return LinearLayout::blocked(shape, fn.num_warps, static_cast<int>(vec));
+}
+
+const Regs& Lowering::home(const ir::Value* v) {
+  auto it = home_.find(v);
+  TJ_CHECK(it != home_.end());
+  return it->second;
+}
+
+llvm::Value* Lowering::scalar(const ir::Value* v) {
+  TJ_CHECK(v->type.is_scalar());
+  return home(v).values[0];
+}
+
+void Lowering::define(const ir::Value* v, Regs regs) {
+  TJ_CHECK(static_cast<int>(regs.values.size()) == (v->type.is_scalar() ? 1 : regs.layout.num_regs()));
+  home_[v] = std::move(regs);
+}
+
+void Lowering::define_scalar(const ir::Value* v, llvm::Value* value) {
+  define(v, Regs{LinearLayout{}, {value}});
+}
+
+// Values built only from constants, index ranges and elementwise / shape ops on them are
+// cheaper to recompute in the layout an op needs than to move between threads.
+bool Lowering::rematerializable(const ir::Value* v) const {
+  const ir::Op* op = v->def;
+  if (!op || v->type.is_scalar()) return false;
+  switch (op->kind) {
+    case ir::OpKind::constant:
+    case ir::OpKind::arange:
+    case ir::OpKind::splat: return true;
+    case ir::OpKind::broadcast:
+    case ir::OpKind::expand_dims: return rematerializable(op->operands[0]);
+    default: break;
+  }
+  bool elementwise = ir::is_elementwise_binary(op->kind) || ir::is_elementwise_unary(op->kind) ||
+                     op->kind == ir::OpKind::cmp || op->kind == ir::OpKind::select ||
+                     op->kind == ir::OpKind::addptr || op->kind == ir::OpKind::cast;
+  if (!elementwise) return false;
+  for (auto* operand : op->operands)
+    if (!operand->type.is_scalar() && !rematerializable(operand)) return false;
+  return true;
+}
+
+std::vector<llvm::Value*> Lowering::rematerialize(const ir::Value* v, const LinearLayout& layout) {
+  auto key = std::make_pair(v, layout.str());
+  if (auto it = remat_cache_.find(key); it != remat_cache_.end()) return it->second;
+  const ir::Op& op = *v->def;
+  std::vector<llvm::Value*> out;
+  switch (op.kind) {
+    case ir::OpKind::constant:
+    case ir::OpKind::arange:
+    case ir::OpKind::splat: out = compute_constant_like(op, layout); break;
+    case ir::OpKind::broadcast: {
+      std::vector<int> dims;
+      const ir::Shape& from = op.operands[0]->type.shape;
+      for (int d = 0; d < layout.rank(); ++d)
+        if (from[d] != layout.shape[d]) dims.push_back(d);
+      out = in_layout(op.operands[0], layout.squash(dims));
+      break;
+    }
+    case ir::OpKind::expand_dims:
+      out = in_layout(op.operands[0], layout.remove_dim(static_cast<int>(op.attr_int("axis"))));
+      break;
+    default: {
+      std::vector<std::vector<llvm::Value*>> in;
+      for (auto* operand : op.operands)
+        in.push_back(operand->type.is_scalar() ? std::vector<llvm::Value*>(layout.num_regs(), scalar(operand))
+                                               : in_layout(operand, layout));
+      out = compute_elementwise(op, in, layout.num_regs());
+    }
+  }
+  remat_cache_[key] = out;
+  return out;
+}
+
+std::vector<llvm::Value*> Lowering::in_layout(const ir::Value* v, const LinearLayout& layout) {
+  TJ_CHECK(!v->type.is_scalar());
+  const Regs& regs = home(v);
+  if (regs.layout == layout) return regs.values;
+  if (auto map = register_map(regs.layout, layout)) {
+    std::vector<llvm::Value*> out;
+    for (int r : *map) out.push_back(regs.values[r]);
+    return out;
+  }
+  if (rematerializable(v)) return rematerialize(v, layout);
+  return convert_through_shared(v->type, regs, layout);
+}
+
+std::vector<llvm::Value*> Lowering::coords(const LinearLayout& layout, int r) {
+  std::string key = LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
+  auto it = thread_offsets_.find(key);
+  if (it == thread_offsets_.end()) {
+    // The thread's part of every coordinate depends only on the thread id: compute it once,
+    // in the entry block, so every region can use it.
+    llvm::IRBuilder<> eb(entry_->getTerminator());
+    std::vector<llvm::Value*> offsets;
+    for (int d = 0; d < layout.rank(); ++d) {
+      llvm::Value* acc = eb.getInt32(0);
+      auto add_bits = [&](const std::vector<Coord>& bases, llvm::Value* id) {
+        for (size_t i = 0; i < bases.size(); ++i) {
+          if (!bases[i][d]) continue;
+          llvm::Value* bit = eb.CreateAnd(eb.CreateLShr(id, static_cast<uint64_t>(i)), 1);
+          acc = eb.CreateXor(acc, eb.CreateMul(bit, eb.getInt32(static_cast<uint32_t>(bases[i][d]))));
+        }
+      };
+      add_bits(layout.lane, lane_);
+      add_bits(layout.warp, warp_);
+      offsets.push_back(acc);
+    }
+    it = thread_offsets_.emplace(key, offsets).first;
+  }
+  Coord rc = layout.reg_coord(r);
+  std::vector<llvm::Value*> out;
+  for (int d = 0; d < layout.rank(); ++d)
+    out.push_back(rc[d] ? b.CreateXor(it->second[d], const_i32(rc[d])) : it->second[d]);
+  return out;
+}
+
+llvm::Value* Lowering::owns_data(const LinearLayout& layout) {
+  // A scalar is held by every thread; thread 0 acts for the CTA.
+  bool is_scalar = layout.rank() == 0;
+  uint32_t lanes = is_scalar ? 31u : layout.replicated_lane_mask();
+  uint32_t warps = is_scalar ? static_cast<uint32_t>(fn.num_warps - 1) : layout.replicated_warp_mask();
+  llvm::IRBuilder<> eb(entry_->getTerminator());
+  llvm::Value* lane_ok = eb.CreateICmpEQ(eb.CreateAnd(lane_, lanes), eb.getInt32(0));
+  llvm::Value* warp_ok = eb.CreateICmpEQ(eb.CreateAnd(warp_, warps), eb.getInt32(0));
+  return eb.CreateAnd(lane_ok, warp_ok);
+}
+
+llvm::Value* Lowering::shared_base() {
+  if (!shared_) {
+    auto* type = llvm::ArrayType::get(b.getInt8Ty(), 0);
+    shared_ = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                       "tilejit_shared", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    shared_->setAlignment(llvm::Align(16));
+  }
+  return shared_;
+}
+
+void Lowering::reserve_shared(int64_t bytes) { shared_bytes_ = std::max(shared_bytes_, bytes); }
+
+void Lowering::barrier() {
+  call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+}
+
+llvm::Value* Lowering::call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types,
+                                      llvm::ArrayRef<llvm::Value*> args) {
+  llvm::Function* f = llvm::Intrinsic::getOrInsertDeclaration(module_.get(), id, types);
+  return b.CreateCall(f, args);
+}
+
+llvm::Value* Lowering::call_libdevice(const std::string& name, llvm::ArrayRef<llvm::Value*> args) {
+  std::vector<llvm::Type*> types;
+  for (auto* a : args) types.push_back(a->getType());
+  auto* type = llvm::FunctionType::get(args[0]->getType(), types, false);
+  llvm::FunctionCallee callee = module_->getOrInsertFunction(name, type);
+  return b.CreateCall(callee, args);
+}
+
+void Lowering::lower_block(const ir::Block& block) {
+  for (auto& op : block.ops) lower_op(*op);
+}
+
+void Lowering::lower_op(const ir::Op& op) {
+  using K = ir::OpKind;
+  switch (op.kind) {
+    case K::constant:
+    case K::arange:
+    case K::splat:
+    case K::program_id:
+    case K::num_programs: lower_constant_like(op); return;
+    case K::broadcast:
+    case K::expand_dims:
+    case K::reshape:
+    case K::trans: lower_shape_op(op); return;
+    case K::load:
+    case K::store: lower_memory(op); return;
+    case K::atomic_add:
+    case K::atomic_max:
+    case K::atomic_cas: lower_atomic(op); return;
+    case K::reduce: lower_reduce(op); return;
+    case K::dot: lower_dot(op); return;
+    case K::for_loop: lower_for(op); return;
+    case K::if_else: lower_if(op); return;
+    case K::print: lower_print(op); return;
+    case K::yield: return;  // handled by the enclosing for / if
+    default: lower_elementwise(op); return;
+  }
+}
+
+LoweredKernel Lowering::run() {
+  std::vector<llvm::Type*> params;
+  for (auto& p : fn.params) params.push_back(llvm_type(p.type));
+  auto* type = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  kernel_ = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, fn.name, module_.get());
+  kernel_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  kernel_->addFnAttr("nvvm.maxntid", std::to_string(32 * fn.num_warps));
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    llvm::Argument* arg = kernel_->getArg(static_cast<unsigned>(i));
+    arg->setName(fn.params[i].name);
+    if (fn.params[i].type.pointer) {
+      arg->addAttr(llvm::Attribute::NoUndef);
+      if (fn.params[i].facts.aligned_16) arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+    }
+  }
+
+  entry_ = llvm::BasicBlock::Create(ctx, "entry", kernel_);
+  auto* body = llvm::BasicBlock::Create(ctx, "body", kernel_);
+  b.SetInsertPoint(entry_);
+  tid_ = call_intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  lane_ = b.CreateAnd(tid_, 31, "lane");
+  warp_ = b.CreateLShr(tid_, 5, "warp");
+  b.CreateBr(body);
+  b.SetInsertPoint(body);
+
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    llvm::Value* arg = kernel_->getArg(static_cast<unsigned>(i));
+    if (fn.params[i].facts.equals_one) arg = llvm::ConstantInt::get(arg->getType(), 1);
+    define_scalar(fn.body.args[i], arg);
+  }
+  lower_block(fn.body);
+  b.CreateRetVoid();
+
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (llvm::verifyModule(*module_, &os)) {
+    std::string text;
+    llvm::raw_string_ostream ts(text);
+    module_->print(ts, nullptr);
+    fail("tilejit internal error: LLVM verifier rejected the lowering of kernel {}: {}\n{}", fn.name, error, text);
+  }
+  return LoweredKernel{std::move(module_), shared_bytes_};
+}
+
+}  // namespace lowering
+
+LoweredKernel lower_to_llvm(const ir::Function& fn, llvm::LLVMContext& context) {
+  return lowering::Lowering(fn, context).run();
+}
+
+}  // namespace tilejit::codegen

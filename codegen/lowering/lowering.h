@@ -1,0 +1,145 @@
+// Internal to codegen/: lowering of the tile IR to per-thread LLVM IR. Every tile value is
+// held in registers under a linear layout; ops read their operands in the layout they need
+// (free when the data is already in the thread, recomputed when the value is cheap, moved
+// through shared memory otherwise). GPU operations appear as NVVM intrinsics and libdevice
+// calls, which the NVPTX target compiles and the emulator binds to its runtime.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/axis_info.h"
+#include "codegen/layout.h"
+#include "dsl/ir.h"
+
+namespace tilejit::codegen {
+
+struct LoweredKernel {
+  std::unique_ptr<llvm::Module> module;
+  int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
+};
+
+LoweredKernel lower_to_llvm(const ir::Function& fn, llvm::LLVMContext& context);
+
+namespace lowering {
+
+// The registers of one value in one layout. Scalars have an empty-shape layout and one register.
+struct Regs {
+  LinearLayout layout;
+  std::vector<llvm::Value*> values;
+};
+
+class Lowering {
+ public:
+  Lowering(const ir::Function& fn, llvm::LLVMContext& context);
+  LoweredKernel run();
+
+  // --- shared by the op lowerings ----------------------------------------------------
+  llvm::IRBuilder<> b;
+  llvm::LLVMContext& ctx;
+  const ir::Function& fn;
+  llvm::Module* module() { return module_.get(); }
+
+  llvm::Type* llvm_type(const ir::Type& scalar_type);    // register type of one element
+  llvm::Type* memory_type(DType dtype);                  // type of one element in memory
+  LinearLayout default_layout(const ir::Shape& shape) const;
+
+  // The value's registers in its home layout / in a requested layout.
+  const Regs& home(const ir::Value* v);
+  std::vector<llvm::Value*> in_layout(const ir::Value* v, const LinearLayout& layout);
+  llvm::Value* scalar(const ir::Value* v);
+  void define(const ir::Value* v, Regs regs);
+  void define_scalar(const ir::Value* v, llvm::Value* value);
+
+  // Per-thread coordinate of register `r` of a layout, dim by dim (i32).
+  std::vector<llvm::Value*> coords(const LinearLayout& layout, int r);
+  // Whether this thread is the first holder of the layout's data (stores, atomics, prints).
+  llvm::Value* owns_data(const LinearLayout& layout);
+  llvm::Value* lane_id() const { return lane_; }
+  llvm::Value* warp_id() const { return warp_; }
+  llvm::Value* thread_id() const { return tid_; }
+
+  llvm::Value* shared_base();                 // i8 pointer in address space 3
+  void reserve_shared(int64_t bytes);         // scratch space a lowering needs (reused)
+  void barrier();
+  llvm::Value* call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types, llvm::ArrayRef<llvm::Value*> args);
+  llvm::Value* call_libdevice(const std::string& name, llvm::ArrayRef<llvm::Value*> args);
+  llvm::Value* program_index(bool count, int axis);  // ctaid / nctaid on an axis
+  llvm::Value* const_i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
+
+  const AxisAnalysis& axis() const { return axis_; }
+
+  // Layout conversion through shared memory (codegen/lowering/convert_layout.cpp).
+  // With owners_only, replicated threads do not write (their values may differ).
+  std::vector<llvm::Value*> convert_through_shared(const ir::Type& type, const Regs& from, const LinearLayout& to,
+                                                   bool owners_only = false);
+  // Emits `body` under `if (cond)`; returns the block the body ended in and the merge block.
+  template <typename F>
+  std::pair<llvm::BasicBlock*, llvm::BasicBlock*> emit_if(llvm::Value* cond, const char* name, F&& body) {
+    llvm::Function* f = b.GetInsertBlock()->getParent();
+    auto* then = llvm::BasicBlock::Create(ctx, name, f);
+    auto* merge = llvm::BasicBlock::Create(ctx, std::string(name) + ".end", f);
+    b.CreateCondBr(cond, then, merge);
+    b.SetInsertPoint(then);
+    body();
+    llvm::BasicBlock* last = b.GetInsertBlock();
+    b.CreateBr(merge);
+    b.SetInsertPoint(merge);
+    return {last, merge};
+  }
+
+ private:
+  void lower_block(const ir::Block& block);
+  void lower_op(const ir::Op& op);
+  bool rematerializable(const ir::Value* v) const;
+  std::vector<llvm::Value*> rematerialize(const ir::Value* v, const LinearLayout& layout);
+  std::vector<int> thread_offset_key(const LinearLayout& layout) const;
+
+  // Rematerialized values are only reused within the region that computed them.
+  void enter_region() { remat_cache_.clear(); }
+
+  // Op lowerings, one file each (codegen/lowering/lower_*.cpp).
+  void lower_elementwise(const ir::Op& op);
+  void lower_shape_op(const ir::Op& op);
+  void lower_constant_like(const ir::Op& op);
+  void lower_memory(const ir::Op& op);
+  void lower_atomic(const ir::Op& op);
+  void lower_reduce(const ir::Op& op);
+  void lower_dot(const ir::Op& op);
+  void lower_for(const ir::Op& op);
+  void lower_if(const ir::Op& op);
+  void lower_print(const ir::Op& op);
+
+  // Elementwise computation shared by lowering and rematerialization.
+  std::vector<llvm::Value*> compute_elementwise(const ir::Op& op, const std::vector<std::vector<llvm::Value*>>& in,
+                                                int count);
+  std::vector<llvm::Value*> compute_constant_like(const ir::Op& op, const LinearLayout& layout);
+
+  std::unique_ptr<llvm::Module> module_;
+  llvm::Function* kernel_ = nullptr;
+  AxisAnalysis axis_;
+  std::map<const ir::Value*, Regs> home_;
+  std::map<std::pair<const ir::Value*, std::string>, std::vector<llvm::Value*>> remat_cache_;
+  std::map<std::string, std::vector<llvm::Value*>> thread_offsets_;
+  llvm::BasicBlock* entry_ = nullptr;  // values that depend only on the thread id go here
+  llvm::Value* tid_ = nullptr;
+  llvm::Value* lane_ = nullptr;
+  llvm::Value* warp_ = nullptr;
+  llvm::GlobalVariable* shared_ = nullptr;
+  int64_t shared_bytes_ = 0;
+  int min_memory_bytes_ = 4;
+};
+
+// Scalar arithmetic used by several lowerings.
+llvm::Value* emit_binary(Lowering& L, ir::OpKind kind, DType dtype, llvm::Value* a, llvm::Value* b);
+llvm::Value* emit_compare(Lowering& L, const std::string& predicate, DType dtype, llvm::Value* a, llvm::Value* b);
+llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool saturate);
+
+}  // namespace lowering
+}  // namespace tilejit::codegen

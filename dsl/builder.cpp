@@ -61,6 +61,7 @@ Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op, const
       user_error(op, loc, "cannot broadcast shapes [{}] and [{}]", ir::shape_str(a), ir::shape_str(b));
     out[i] = std::max(da, db);
   }
+  check_shape(out, op, loc);  // broadcasting may not build a tile larger than full() could
   return out;
 }
 
@@ -403,7 +404,12 @@ Tile where(const Operand& cond, const Operand& a, const Operand& b, Loc l) {
   return emit(OpKind::select, {c.value(), x.value(), y.value()}, x.type(), loc);
 }
 
-Tile cdiv(const Operand& a, const Operand& b, Loc) { return (a + b - 1) / b; }
+Tile cdiv(const Operand& a, const Operand& b, Loc l) {
+  // The intermediate tiles are operands created here: give them the caller's location.
+  Tile sum = a + b;
+  Tile numerator = Operand(sum, l) - Operand(1, l);
+  return Operand(numerator, l) / b;
+}
 
 Tile fma(const Operand& a, const Operand& b, const Operand& c, Loc l) {
   SourceLoc loc = at(l);
@@ -538,7 +544,8 @@ std::vector<Tile> for_range(const Operand& lb, const Operand& ub, const Operand&
   for (const Operand* o : {&lb, &ub, &step})
     if (o->is_tile() && (!o->tile().type().is_scalar() || !integer_value(o->tile()) || o->tile().dtype() == DType::i1))
       user_error("for", loc, "bounds and step must be i32 or i64 scalars, got {}", o->tile().type().str());
-  if (!step.is_tile() && std::get<int64_t>(step.value()) <= 0) user_error("for", loc, "step must be positive");
+  // (A floating-point step is reported when it is materialised as a bound below.)
+  if (auto* s = std::get_if<int64_t>(&step.value()); s && *s <= 0) user_error("for", loc, "step must be positive");
   DType index = DType::i32;
   for (const Operand* o : {&lb, &ub, &step})
     if (o->is_tile() && o->tile().dtype() == DType::i64) index = DType::i64;

@@ -37,10 +37,23 @@ int run_list() {
   return 0;
 }
 
+// The specialization `emit` compiles for: the common case of 16-byte aligned pointers and
+// integer arguments divisible by 16, unless --generic asks for no assumptions.
+std::vector<ir::ArgFacts> default_facts(const dsl::Kernel& kernel, bool generic) {
+  std::vector<ir::ArgFacts> facts;
+  for (auto& p : kernel.params()) {
+    ir::ArgFacts f;
+    if (!generic && p.type.pointer) f.aligned_16 = true;
+    if (!generic && !p.type.pointer && is_integer(p.type.dtype)) f.divisible_by_16 = true;
+    facts.push_back(f);
+  }
+  return facts;
+}
+
 int run_emit(const std::string& name, const std::string& arch, const std::vector<std::string>& settings,
-             const std::string& format) {
+             const std::string& format, bool generic) {
   const auto& entry = ops::find_kernel(name);
-  auto fn = entry.kernel.trace(entry.kernel.constants(parse_settings(settings)));
+  auto fn = entry.kernel.trace(entry.kernel.constants(parse_settings(settings)), default_facts(entry.kernel, generic));
   if (format == "ir") {
     fmt::print("{}", fn->str());
   } else if (format == "llvm") {
@@ -67,12 +80,14 @@ int main(int argc, char** argv) {
   emit->add_option("kernel", kernel, "Registered kernel name")->required();
   emit->add_option("--arch", arch, "Target: sm_80, sm_89, sm_90a, sm_100a")->capture_default_str();
   emit->add_option("--set", settings, "Override a constant: NAME=VALUE (repeatable)");
+  bool generic = false;
+  emit->add_flag("--generic", generic, "Assume nothing about alignment and divisibility of the arguments");
   emit->add_option("--format", format, "ir, llvm or ptx")->check(CLI::IsMember({"ir", "llvm", "ptx"}))->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (list->parsed()) return run_list();
-    if (emit->parsed()) return run_emit(kernel, arch, settings, format);
+    if (emit->parsed()) return run_emit(kernel, arch, settings, format, generic);
   } catch (const tilejit::Error& e) {
     std::fprintf(stderr, "tilejit: error: %s\n", e.what());
     return 1;

@@ -52,7 +52,7 @@ Kernel layernorm_kernel() {
 Kernel gemm_kernel() {
   return define_kernel(
       "gemm", {"a", "b", "c", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"},
-      {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 16}},
+      {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 8}},
       [](const Constants& c, Ptr<f32> a, Ptr<f32> b, Ptr<f32> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K,
          Scalar<i32> stride_am, Scalar<i32> stride_bk, Scalar<i32> stride_cm) {
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"];

@@ -40,6 +40,9 @@ Tile constant(const std::variant<Tile, int64_t, double>& literal, ir::Type type,
               const SourceLoc& loc) {
   DType d = type.dtype;
   if (type.pointer) user_error(op, loc, "a number cannot stand for a pointer");
+  if (!is_arithmetic(d))  // as in full(): the lowering has no fp8 / e8m0 constants
+    user_error(op, loc, "a number cannot stand for a value of dtype {} (fp8 / e8m0 have no constants); cast from f32",
+               dtype_name(d));
   if (auto* i = std::get_if<int64_t>(&literal)) {
     if (is_integer(d)) return emit(OpKind::constant, {}, type, loc, {{"value", *i}});
     return emit(OpKind::constant, {}, type, loc, {{"value", static_cast<double>(*i)}});
@@ -406,8 +409,8 @@ Tile where(const Operand& cond, const Operand& a, const Operand& b, Loc l) {
 
 Tile cdiv(const Operand& a, const Operand& b, Loc l) {
   // The intermediate tiles are operands created here: give them the caller's location.
-  Tile sum = a + b;
-  Tile numerator = Operand(sum, l) - Operand(1, l);
+  Tile total = a + b;
+  Tile numerator = Operand(total, l) - Operand(1, l);
   return Operand(numerator, l) / b;
 }
 
@@ -460,7 +463,15 @@ Tile load(const Tile& ptr, Loc l) {
   return emit(OpKind::load, {ptr.value()}, ir::Type{ptr.dtype(), false, ptr.shape()}, at(l));
 }
 
-Tile load(const Tile& ptr, const Tile& mask, Loc l) { return load(ptr, mask, Operand(int64_t{0}, l), l); }
+Tile load(const Tile& ptr, const Tile& mask, Loc l) {
+  // fp8 / e8m0 have no constants: masked-off lanes read zero bits (a load without `other`).
+  if (ptr.is_pointer() && !is_arithmetic(ptr.dtype())) {
+    SourceLoc loc = at(l);
+    auto t = memory_operands("load", ptr, {}, &mask, loc);
+    return emit(OpKind::load, {t[0].value(), t[1].value()}, ir::Type{ptr.dtype(), false, t[0].shape()}, loc);
+  }
+  return load(ptr, mask, Operand(int64_t{0}, l), l);
+}
 
 Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc l) {
   SourceLoc loc = at(l);

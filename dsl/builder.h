@@ -1,8 +1,8 @@
 // The ops users write kernels with. Each call appends typed IR to the kernel being traced
 // (see dsl/kernel.h) and checks its operands, throwing tilejit::Error with the op, the
 // shapes / dtypes and the user's file:line on misuse. Semantics follow Triton's
-// programming model with numpy broadcasting; there is no implicit dtype promotion between
-// tiles (cast explicitly), while C++ numbers take the dtype of the tile they meet.
+// programming model with numpy broadcasting; no implicit dtype promotion between tiles (cast
+// explicitly); C++ numbers take the dtype of the tile they meet (fp8 / e8m0: none, cast f32).
 #pragma once
 
 #include <functional>
@@ -82,7 +82,7 @@ Tile cast(const Tile& x, DType to, bool saturate = false, Loc loc = Loc::current
 Tile bitcast(const Tile& x, DType to, Loc loc = Loc::current());  // same bit width
 
 // --- memory ------------------------------------------------------------------------------
-// Masked-off lanes of a load read `other` (0 by default) and touch no memory.
+// Masked-off lanes read `other` (0 by default; zero bits for fp8 / e8m0), touching no memory.
 Tile load(const Tile& ptr, Loc loc = Loc::current());
 Tile load(const Tile& ptr, const Tile& mask, Loc loc = Loc::current());
 Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc loc = Loc::current());

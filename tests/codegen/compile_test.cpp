@@ -127,7 +127,7 @@ Kernel every_op_kernel() {
         y = y + sin(y) * cos(y) + tanh(y) + erf(y) + sigmoid(y) + fma(y, y, 1.0);
         y = minimum(y, 100.0) / maximum(y, -100.0);
         Tile xi = cast(y, DType::i32);
-        xi = (xi / 3 + xi % 5 - (xi << 2) + (xi >> 1)) & 0xff | (~xi ^ 7);
+        xi = ((xi / 3 + xi % 5 - (xi << 2) + (xi >> 1)) & 0xff) | (~xi ^ 7);
         Tile xb = cast(xi, DType::i8);
         store(b + offs, xb, !(offs == 5) && mask);
         store(l + offs, cast(xb, DType::i64) + cast(abs(-xi), DType::i64));

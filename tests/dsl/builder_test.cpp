@@ -357,6 +357,41 @@ TEST(DslOps, LoadAndStoreEveryDtype) {
   EXPECT_CONTAINS(ir, "= constant {value = -1} : i64\n");
 }
 
+TEST(DslOps, MaskedLoadsOfFp8AndE8m0ReadZeroBitsWithoutAConstant) {
+  auto fn = trace("fp8_masked", {"a", "b", "c", "n"},
+                  [](const Constants&, Ptr<f8e4m3> a, Ptr<f8e5m2> b, Ptr<e8m0> c, Scalar<i32> n) {
+    Tile offs = arange(0, 64);
+    Tile mask = offs < n;
+    Tile va = load(a + offs, mask);
+    EXPECT_EQ(va.type(), (ir::Type{f8e4m3, false, {64}}));
+    Tile vb = load(b + offs, mask);
+    EXPECT_EQ(vb.dtype(), f8e5m2);
+    Tile vc = load(c + expand_dims(offs, 1), expand_dims(mask, 0));  // mask broadcast with the pointers
+    EXPECT_EQ(vc.type(), (ir::Type{e8m0, false, {64, 64}}));
+    Tile vs = load(a, n > 0);
+    EXPECT_EQ(vs.type(), ir::Type::scalar(f8e4m3));
+    // An explicit `other` of the pointee type (made by a cast) is fine.
+    Tile vo = load(a + offs, mask, cast(scalar(1.0, f32), f8e4m3));
+    EXPECT_EQ(vo.type(), va.type());
+    store(a + offs, va, mask);
+  });
+  std::string ir = fn->str();
+  EXPECT_OP(ir, "load", "tile<64xf8e4m3>");
+  EXPECT_OP(ir, "load", "tile<64x64xe8m0>");
+  std::vector<size_t> operands;
+  for (auto* op : ops_of(*fn, OpKind::load)) operands.push_back(op->operands.size());
+  EXPECT_EQ(operands, (std::vector<size_t>{2, 2, 2, 2, 3}));
+  // No constant of a dtype without constants (the lowering cannot build one).
+  for (auto* op : ops_of(*fn, OpKind::constant)) EXPECT_TRUE(is_arithmetic(op->result()->type.dtype)) << ir;
+  // Masked loads of other dtypes keep their zero `other`.
+  auto f32fn = trace("f32_masked", {"x", "n"}, [](const Constants&, Ptr<f32> x, Scalar<i32> n) {
+    Tile offs = arange(0, 64);
+    (void)load(x + offs, offs < n);
+  });
+  EXPECT_CONTAINS(f32fn->str(), "= constant {value = 0} : f32\n");
+  EXPECT_EQ(ops_of(*f32fn, OpKind::load)[0]->operands.size(), 3u);
+}
+
 // --- arithmetic, comparisons, logic -----------------------------------------------------
 
 TEST(DslOps, FloatArithmeticOperators) {

@@ -303,7 +303,8 @@ TEST(DslErrors, ArithmeticOnFp8AndE8m0Tiles) {
 
   msg = trace_error({"x"}, [&](const Constants&, Ptr<f32> x) {
     Tile a = cast(load(x + arange(0, 64)), f8e4m3);
-    line = __LINE__; (void)(a * 2.0);
+    Tile b = cast(load(x + arange(0, 64)), f8e4m3);
+    line = __LINE__; (void)(a * b);
   });
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "mul: expects integer or f16/bf16/f32 operands (cast fp8 / e8m0 first), got tile<64xf8e4m3>");
@@ -464,6 +465,39 @@ TEST(DslErrors, PointerArithmetic) {
   });
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "mul: a number cannot stand for a pointer");
+}
+
+TEST(DslErrors, NumbersCannotStandForFp8OrE8m0Values) {
+  // fp8 / e8m0 have no constants (full() refuses them too): a number meeting such a tile or
+  // pointer is an error, never an fp8 constant the lowering cannot build.
+  int line = 0;
+  std::string msg = trace_error({"x"}, [&](const Constants&, Ptr<f8e4m3> x) {
+    line = __LINE__; store(x + arange(0, 64), 0.0);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "store: a number cannot stand for a value of dtype f8e4m3");
+
+  msg = trace_error({"x", "n"}, [&](const Constants&, Ptr<f8e5m2> x, Scalar<i32> n) {
+    Tile offs = arange(0, 64);
+    line = __LINE__; (void)load(x + offs, offs < n, 0.0);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "load: a number cannot stand for a value of dtype f8e5m2");
+
+  msg = trace_error({"x"}, [&](const Constants&, Ptr<e8m0> x) {
+    Tile offs = arange(0, 64);
+    Tile v = load(x + offs);
+    line = __LINE__; (void)where(offs < 3, v, 1);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "select: a number cannot stand for a value of dtype e8m0");
+
+  msg = trace_error({"x"}, [&](const Constants&, Ptr<f8e4m3> x) {
+    Tile v = load(x + arange(0, 64));
+    line = __LINE__; (void)(v * 2.0);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "mul: a number cannot stand for a value of dtype f8e4m3");
 }
 
 // --- conversions ----------------------------------------------------------------------------

@@ -52,8 +52,8 @@ int parse_int(const std::string& log, const std::regex& re) {
 PtxasResult run_ptxas(const std::string& ptx, const std::string& arch) {
   auto ptxas = find_ptxas();
   if (!ptxas) fail("ptxas not found: install the CUDA toolkit, or set TILEJIT_PTXAS or CUDA_HOME");
-  char dir_template[] = "/tmp/tilejit-ptxas-XXXXXX";
-  if (!mkdtemp(dir_template)) fail("cannot create a temporary directory for ptxas");
+  std::string dir_template = (fs::temp_directory_path() / "tilejit-ptxas-XXXXXX").string();
+  if (!mkdtemp(dir_template.data())) fail("cannot create a temporary directory for ptxas");
   fs::path dir = dir_template;
   fs::path in = dir / "kernel.ptx", out = dir / "kernel.cubin", log = dir / "log.txt";
   std::ofstream(in, std::ios::binary) << ptx;

@@ -49,6 +49,17 @@ Constants Kernel::constants(const std::vector<std::pair<std::string, int64_t>>& 
   return result;
 }
 
+std::vector<ir::ArgFacts> Kernel::aligned_facts() const {
+  std::vector<ir::ArgFacts> facts;
+  for (auto& p : params_) {
+    ir::ArgFacts f;
+    f.aligned_16 = p.type.pointer;
+    f.divisible_by_16 = !p.type.pointer && is_integer(p.type.dtype);
+    facts.push_back(f);
+  }
+  return facts;
+}
+
 std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
                                             const std::vector<ir::ArgFacts>& facts) const {
   if (!facts.empty() && facts.size() != params_.size())

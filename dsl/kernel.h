@@ -61,6 +61,9 @@ class Kernel {
 
   // The declared constants with `overrides` applied; an unknown name is an error.
   Constants constants(const std::vector<std::pair<std::string, int64_t>>& overrides = {}) const;
+  // The most common specialization: every pointer 16-byte aligned, every integer argument
+  // divisible by 16 (what `tilejit emit` assumes unless told --generic).
+  std::vector<ir::ArgFacts> aligned_facts() const;
   // Traces the kernel into verified tile IR. `facts` (one per parameter, or empty) is the
   // specialization the IR is traced for.
   std::unique_ptr<ir::Function> trace(const Constants& constants,

@@ -37,23 +37,10 @@ int run_list() {
   return 0;
 }
 
-// The specialization `emit` compiles for: the common case of 16-byte aligned pointers and
-// integer arguments divisible by 16, unless --generic asks for no assumptions.
-std::vector<ir::ArgFacts> default_facts(const dsl::Kernel& kernel, bool generic) {
-  std::vector<ir::ArgFacts> facts;
-  for (auto& p : kernel.params()) {
-    ir::ArgFacts f;
-    if (!generic && p.type.pointer) f.aligned_16 = true;
-    if (!generic && !p.type.pointer && is_integer(p.type.dtype)) f.divisible_by_16 = true;
-    facts.push_back(f);
-  }
-  return facts;
-}
-
 int run_emit(const std::string& name, const std::string& arch, const std::vector<std::string>& settings,
              const std::string& format, bool generic) {
   const auto& entry = ops::find_kernel(name);
-  auto fn = entry.kernel.trace(entry.kernel.constants(parse_settings(settings)), default_facts(entry.kernel, generic));
+  auto fn = entry.kernel.trace(entry.kernel.constants(parse_settings(settings)), generic ? std::vector<ir::ArgFacts>{} : entry.kernel.aligned_facts());
   if (format == "ir") {
     fmt::print("{}", fn->str());
   } else if (format == "llvm") {

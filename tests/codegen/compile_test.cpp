@@ -15,17 +15,6 @@ using namespace tilejit::dsl;
 
 const char* const kArchs[] = {"sm_80", "sm_90a"};
 
-std::vector<ir::ArgFacts> aligned_facts(const Kernel& k) {
-  std::vector<ir::ArgFacts> facts;
-  for (auto& p : k.params()) {
-    ir::ArgFacts f;
-    f.aligned_16 = p.type.pointer;
-    f.divisible_by_16 = !p.type.pointer && is_integer(p.type.dtype);
-    facts.push_back(f);
-  }
-  return facts;
-}
-
 // Assembles with ptxas when the toolkit is installed; logs registers and spills.
 void expect_ptxas_accepts(const CompiledKernel& k, bool expect_no_spills) {
   if (!find_ptxas()) {
@@ -47,7 +36,7 @@ class RegisteredKernels : public testing::TestWithParam<std::string> {};
 TEST_P(RegisteredKernels, CompileForEveryTarget) {
   const Kernel& kernel = ops::find_kernel(GetParam()).kernel;
   for (bool specialized : {false, true}) {
-    auto fn = kernel.trace(kernel.constants(), specialized ? aligned_facts(kernel) : std::vector<ir::ArgFacts>{});
+    auto fn = kernel.trace(kernel.constants(), specialized ? kernel.aligned_facts() : std::vector<ir::ArgFacts>{});
     for (const char* arch : kArchs) {
       CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
       EXPECT_NE(k.ptx.find(".entry " + kernel.name()), std::string::npos);
@@ -92,7 +81,7 @@ TEST(Compile, ParallelCompilesMatchSerial) {
 TEST(Compile, AlignmentFactsGiveVectorAccesses) {
   const Kernel& kernel = ops::find_kernel("vector_add").kernel;
   auto generic = compile_to_ptx(*kernel.trace(kernel.constants()), find_target("sm_90a"));
-  auto aligned = compile_to_ptx(*kernel.trace(kernel.constants(), aligned_facts(kernel)), find_target("sm_90a"));
+  auto aligned = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_90a"));
   EXPECT_EQ(generic.ptx.find("ld.global.v4"), std::string::npos);
   EXPECT_NE(aligned.ptx.find("ld.global.v4.b32"), std::string::npos);
   EXPECT_NE(aligned.ptx.find("st.global.v4.b32"), std::string::npos);

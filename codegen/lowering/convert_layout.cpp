@@ -6,25 +6,13 @@
 
 namespace tilejit::codegen::lowering {
 
-namespace {
-
-llvm::Value* element_offset(Lowering& L, const LinearLayout& layout, int r) {
-  std::vector<llvm::Value*> c = L.coords(layout, r);
-  llvm::Value* index = L.const_i32(0);
-  for (int d = 0; d < layout.rank(); ++d)
-    index = L.b.CreateAdd(L.b.CreateMul(index, L.const_i32(layout.shape[d])), c[d]);
-  return index;
-}
-
-}  // namespace
-
 std::vector<llvm::Value*> Lowering::convert_through_shared(const ir::Type& type, const Regs& from,
                                                            const LinearLayout& to, bool owners_only) {
   llvm::Type* elem = type.pointer ? llvm_type(type.element()) : memory_type(type.dtype);
   int64_t bytes = type.numel() * static_cast<int64_t>(module()->getDataLayout().getTypeAllocSize(elem));
   reserve_shared(bytes);
   llvm::Value* base = shared_base();
-  auto slot = [&](const LinearLayout& layout, int r) { return b.CreateGEP(elem, base, element_offset(*this, layout, r)); };
+  auto slot = [&](const LinearLayout& layout, int r) { return b.CreateGEP(elem, base, linear_offset(layout, r)); };
   auto to_memory = [&](llvm::Value* v) { return type.dtype == DType::i1 && !type.pointer ? b.CreateZExt(v, elem) : v; };
   auto from_memory = [&](llvm::Value* v) {
     return type.dtype == DType::i1 && !type.pointer ? b.CreateICmpNE(v, llvm::ConstantInt::get(elem, 0)) : v;

@@ -137,15 +137,8 @@ void Lowering::lower_reduce(const ir::Op& op) {
     llvm::Value* group = const_i32(0);
     for (size_t k = 0; k < warp_bits.size(); ++k)
       group = b.CreateOr(group, b.CreateShl(b.CreateAnd(b.CreateLShr(warp_id(), warp_bits[k]), 1), static_cast<uint64_t>(k)));
-    auto slice_index = [&](int r) {
-      if (!out_layout.rank()) return const_i32(0);
-      std::vector<llvm::Value*> c = coords(layout, r);
-      c.erase(c.begin() + axis);
-      llvm::Value* idx = const_i32(0);
-      for (int d = 0; d < out_layout.rank(); ++d)
-        idx = b.CreateAdd(b.CreateMul(idx, const_i32(out_layout.shape[d])), c[d]);
-      return idx;
-    };
+    // out_layout numbers registers as the input does, with the axis dropped.
+    auto slice_index = [&](int r) { return out_layout.rank() ? linear_offset(out_layout, r) : const_i32(0); };
     barrier();
     std::map<Coord, bool> written;
     for (int r = 0; r < layout.num_regs(); ++r) {

@@ -136,34 +136,79 @@ std::vector<llvm::Value*> Lowering::in_layout(const ir::Value* v, const LinearLa
   return convert_through_shared(v->type, regs, layout);
 }
 
-std::vector<llvm::Value*> Lowering::coords(const LinearLayout& layout, int r) {
+namespace {
+
+// True when, in every dim, the bits register bases set never overlap the bits lane and
+// warp bases set: then XOR-combining the two parts equals adding them.
+bool register_bits_disjoint(const LinearLayout& layout) {
+  for (int d = 0; d < layout.rank(); ++d) {
+    int64_t reg_bits = 0, thread_bits = 0;
+    for (auto& basis : layout.reg) reg_bits |= basis[d];
+    for (auto& basis : layout.lane) thread_bits |= basis[d];
+    for (auto& basis : layout.warp) thread_bits |= basis[d];
+    if (reg_bits & thread_bits) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<llvm::Value*>& Lowering::thread_coords(const LinearLayout& layout) {
   std::string key = LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
   auto it = thread_offsets_.find(key);
-  if (it == thread_offsets_.end()) {
-    // The thread's part of every coordinate depends only on the thread id: compute it once,
-    // in the entry block, so every region can use it.
-    llvm::IRBuilder<> eb(entry_->getTerminator());
-    std::vector<llvm::Value*> offsets;
-    for (int d = 0; d < layout.rank(); ++d) {
-      llvm::Value* acc = eb.getInt32(0);
-      auto add_bits = [&](const std::vector<Coord>& bases, llvm::Value* id) {
-        for (size_t i = 0; i < bases.size(); ++i) {
-          if (!bases[i][d]) continue;
-          llvm::Value* bit = eb.CreateAnd(eb.CreateLShr(id, static_cast<uint64_t>(i)), 1);
-          acc = eb.CreateXor(acc, eb.CreateMul(bit, eb.getInt32(static_cast<uint32_t>(bases[i][d]))));
-        }
-      };
-      add_bits(layout.lane, lane_);
-      add_bits(layout.warp, warp_);
-      offsets.push_back(acc);
-    }
-    it = thread_offsets_.emplace(key, offsets).first;
+  if (it != thread_offsets_.end()) return it->second;
+  // The thread's part of every coordinate depends only on the thread id: compute it once,
+  // in the entry block, so every region can use it.
+  llvm::IRBuilder<> eb(entry_->getTerminator());
+  std::vector<llvm::Value*> offsets;
+  for (int d = 0; d < layout.rank(); ++d) {
+    llvm::Value* acc = eb.getInt32(0);
+    auto add_bits = [&](const std::vector<Coord>& bases, llvm::Value* id) {
+      for (size_t i = 0; i < bases.size(); ++i) {
+        if (!bases[i][d]) continue;
+        llvm::Value* bit = eb.CreateAnd(eb.CreateLShr(id, static_cast<uint64_t>(i)), 1);
+        acc = eb.CreateXor(acc, eb.CreateMul(bit, eb.getInt32(static_cast<uint32_t>(bases[i][d]))));
+      }
+    };
+    add_bits(layout.lane, lane_);
+    add_bits(layout.warp, warp_);
+    offsets.push_back(acc);
   }
+  return thread_offsets_.emplace(key, offsets).first->second;
+}
+
+std::vector<llvm::Value*> Lowering::coords(const LinearLayout& layout, int r) {
+  const std::vector<llvm::Value*>& thread = thread_coords(layout);
+  bool disjoint = register_bits_disjoint(layout);
   Coord rc = layout.reg_coord(r);
   std::vector<llvm::Value*> out;
-  for (int d = 0; d < layout.rank(); ++d)
-    out.push_back(rc[d] ? b.CreateXor(it->second[d], const_i32(rc[d])) : it->second[d]);
+  for (int d = 0; d < layout.rank(); ++d) {
+    if (!rc[d]) out.push_back(thread[d]);
+    else if (disjoint) out.push_back(b.CreateAdd(thread[d], const_i32(rc[d]), "", true, true));
+    else out.push_back(b.CreateXor(thread[d], const_i32(rc[d])));
+  }
   return out;
+}
+
+llvm::Value* Lowering::linear_offset(const LinearLayout& layout, int r) {
+  if (!register_bits_disjoint(layout)) {
+    std::vector<llvm::Value*> c = coords(layout, r);
+    llvm::Value* index = const_i32(0);
+    for (int d = 0; d < layout.rank(); ++d) index = b.CreateAdd(b.CreateMul(index, const_i32(layout.shape[d])), c[d]);
+    return index;
+  }
+  std::string key = ir::shape_str(layout.shape) + LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
+  auto it = thread_linear_.find(key);
+  if (it == thread_linear_.end()) {
+    const std::vector<llvm::Value*>& thread = thread_coords(layout);
+    llvm::IRBuilder<> eb(entry_->getTerminator());
+    llvm::Value* index = eb.getInt32(0);
+    for (int d = 0; d < layout.rank(); ++d)
+      index = eb.CreateAdd(eb.CreateMul(index, eb.getInt32(static_cast<uint32_t>(layout.shape[d]))), thread[d]);
+    it = thread_linear_.emplace(key, index).first;
+  }
+  int64_t reg_part = linear_index(layout.shape, layout.reg_coord(r));
+  return reg_part ? b.CreateAdd(it->second, const_i32(reg_part), "", true, true) : it->second;
 }
 
 llvm::Value* Lowering::owns_data(const LinearLayout& layout) {

@@ -59,6 +59,10 @@ class Lowering {
 
   // Per-thread coordinate of register `r` of a layout, dim by dim (i32).
   std::vector<llvm::Value*> coords(const LinearLayout& layout, int r);
+  // Row-major linear index of register `r`'s element (i32). When register and thread bits
+  // do not overlap this is one per-thread base plus a constant, which keeps address
+  // arithmetic small for LLVM and ptxas.
+  llvm::Value* linear_offset(const LinearLayout& layout, int r);
   // Whether this thread is the first holder of the layout's data (stores, atomics, prints).
   llvm::Value* owns_data(const LinearLayout& layout);
   llvm::Value* lane_id() const { return lane_; }
@@ -127,6 +131,8 @@ class Lowering {
   std::map<const ir::Value*, Regs> home_;
   std::map<std::pair<const ir::Value*, std::string>, std::vector<llvm::Value*>> remat_cache_;
   std::map<std::string, std::vector<llvm::Value*>> thread_offsets_;
+  std::map<std::string, llvm::Value*> thread_linear_;
+  const std::vector<llvm::Value*>& thread_coords(const LinearLayout& layout);
   llvm::BasicBlock* entry_ = nullptr;  // values that depend only on the thread id go here
   llvm::Value* tid_ = nullptr;
   llvm::Value* lane_ = nullptr;

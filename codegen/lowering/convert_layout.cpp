@@ -12,7 +12,7 @@ std::vector<llvm::Value*> Lowering::convert_through_shared(const ir::Type& type,
   int64_t bytes = type.numel() * static_cast<int64_t>(module()->getDataLayout().getTypeAllocSize(elem));
   reserve_shared(bytes);
   llvm::Value* base = shared_base();
-  auto slot = [&](const LinearLayout& layout, int r) { return b.CreateGEP(elem, base, linear_offset(layout, r)); };
+  auto slot = [&](const LinearLayout& layout, int r) { return element_pointer(elem, base, layout, r); };
   auto to_memory = [&](llvm::Value* v) { return type.dtype == DType::i1 && !type.pointer ? b.CreateZExt(v, elem) : v; };
   auto from_memory = [&](llvm::Value* v) {
     return type.dtype == DType::i1 && !type.pointer ? b.CreateICmpNE(v, llvm::ConstantInt::get(elem, 0)) : v;

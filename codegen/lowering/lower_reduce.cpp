@@ -138,7 +138,11 @@ void Lowering::lower_reduce(const ir::Op& op) {
     for (size_t k = 0; k < warp_bits.size(); ++k)
       group = b.CreateOr(group, b.CreateShl(b.CreateAnd(b.CreateLShr(warp_id(), warp_bits[k]), 1), static_cast<uint64_t>(k)));
     // out_layout numbers registers as the input does, with the axis dropped.
-    auto slice_index = [&](int r) { return out_layout.rank() ? linear_offset(out_layout, r) : const_i32(0); };
+    auto slice_index = [&](int r) {
+      if (!out_layout.rank()) return const_i32(0);
+      Offset offset = linear_offset(out_layout, r);
+      return b.CreateAdd(offset.thread, const_i32(offset.constant));
+    };
     barrier();
     std::map<Coord, bool> written;
     for (int r = 0; r < layout.num_regs(); ++r) {

@@ -190,12 +190,12 @@ std::vector<llvm::Value*> Lowering::coords(const LinearLayout& layout, int r) {
   return out;
 }
 
-llvm::Value* Lowering::linear_offset(const LinearLayout& layout, int r) {
+Lowering::Offset Lowering::linear_offset(const LinearLayout& layout, int r) {
   if (!register_bits_disjoint(layout)) {
     std::vector<llvm::Value*> c = coords(layout, r);
     llvm::Value* index = const_i32(0);
     for (int d = 0; d < layout.rank(); ++d) index = b.CreateAdd(b.CreateMul(index, const_i32(layout.shape[d])), c[d]);
-    return index;
+    return {index, 0};
   }
   std::string key = ir::shape_str(layout.shape) + LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
   auto it = thread_linear_.find(key);
@@ -207,8 +207,14 @@ llvm::Value* Lowering::linear_offset(const LinearLayout& layout, int r) {
       index = eb.CreateAdd(eb.CreateMul(index, eb.getInt32(static_cast<uint32_t>(layout.shape[d]))), thread[d]);
     it = thread_linear_.emplace(key, index).first;
   }
-  int64_t reg_part = linear_index(layout.shape, layout.reg_coord(r));
-  return reg_part ? b.CreateAdd(it->second, const_i32(reg_part), "", true, true) : it->second;
+  return {it->second, linear_index(layout.shape, layout.reg_coord(r))};
+}
+
+llvm::Value* Lowering::element_pointer(llvm::Type* elem, llvm::Value* base, const LinearLayout& layout, int r) {
+  Offset offset = linear_offset(layout, r);
+  llvm::Value* thread_ptr = b.CreateGEP(elem, base, offset.thread);
+  return offset.constant ? b.CreateConstInBoundsGEP1_64(elem, thread_ptr, static_cast<uint64_t>(offset.constant))
+                         : thread_ptr;
 }
 
 llvm::Value* Lowering::owns_data(const LinearLayout& layout) {

@@ -59,10 +59,17 @@ class Lowering {
 
   // Per-thread coordinate of register `r` of a layout, dim by dim (i32).
   std::vector<llvm::Value*> coords(const LinearLayout& layout, int r);
-  // Row-major linear index of register `r`'s element (i32). When register and thread bits
-  // do not overlap this is one per-thread base plus a constant, which keeps address
-  // arithmetic small for LLVM and ptxas.
-  llvm::Value* linear_offset(const LinearLayout& layout, int r);
+  // Row-major linear index of register `r`'s element, as a per-thread i32 part plus a
+  // constant. When register and thread bits do not overlap, the per-thread part is one value
+  // for all registers (computed once), which keeps address arithmetic small for LLVM and
+  // lets accesses use constant offsets.
+  struct Offset {
+    llvm::Value* thread;
+    int64_t constant;
+  };
+  Offset linear_offset(const LinearLayout& layout, int r);
+  // A pointer to register `r`'s element in a row-major array of `elem` at `base`.
+  llvm::Value* element_pointer(llvm::Type* elem, llvm::Value* base, const LinearLayout& layout, int r);
   // Whether this thread is the first holder of the layout's data (stores, atomics, prints).
   llvm::Value* owns_data(const LinearLayout& layout);
   llvm::Value* lane_id() const { return lane_; }

@@ -60,6 +60,11 @@ void AxisAnalysis::visit_block(const ir::Block& block) {
   for (auto& op : block.ops) {
     for (auto& region : op->regions) {
       for (auto* arg : region->args) infos_[arg] = unknown(arg->type);
+      if (op->kind == ir::OpKind::for_loop) {
+        // The induction variable is lb + i * step: divisible by what divides both.
+        int64_t div = gcd(info(op->operands[0]).scalar_divisibility, info(op->operands[2]).scalar_divisibility);
+        infos_[region->args[0]] = uniform(region->args[0]->type, div);
+      }
       visit_block(*region);
     }
     for (auto* r : op->results) infos_[r] = r == op->results[0] ? compute(*op) : unknown(r->type);

@@ -87,6 +87,17 @@ TEST(Compile, AlignmentFactsGiveVectorAccesses) {
   EXPECT_NE(aligned.ptx.find("st.global.v4.b32"), std::string::npos);
 }
 
+TEST(Compile, LoopInductionVariablesKeepVectorAccesses) {
+  // a_ptrs + k with k stepping by BLOCK_K: the A tile still loads 16 bytes at a time.
+  const Kernel& kernel = ops::find_kernel("gemm").kernel;
+  auto k = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_90a"));
+  size_t vector_loads = 0;
+  for (size_t at = k.ptx.find("ld.global.v4"); at != std::string::npos; at = k.ptx.find("ld.global.v4", at + 1))
+    ++vector_loads;
+  EXPECT_EQ(vector_loads, 2u) << "one vector load each for the A and B tiles";
+  EXPECT_EQ(k.ptx.find("ld.global.b32"), std::string::npos);
+}
+
 TEST(Compile, ReductionsUseShufflesAndSharedMemory) {
   const Kernel& kernel = ops::find_kernel("softmax").kernel;
   auto k = compile_to_ptx(*kernel.trace(kernel.constants()), find_target("sm_80"));

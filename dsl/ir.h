@@ -148,7 +148,7 @@ class Function {
 
 // Walks every op of a block and its nested regions, parents before children.
 template <typename F>
-void walk(Block& block, F&& fn) {
+void walk(const Block& block, F&& fn) {
   for (auto& op : block.ops) {
     fn(*op);
     for (auto& region : op->regions) walk(*region, fn);

@@ -29,10 +29,8 @@ int64_t layout_vector(const LinearLayout& layout) {
   return n;
 }
 
-}  // namespace
-
 // The widest access (in elements) for a memory op on `ptr` in `layout`.
-static int64_t access_width(Lowering& L, const ir::Op& op, const LinearLayout& layout, const ir::Value* mask) {
+int64_t access_width(Lowering& L, const ir::Op& op, const LinearLayout& layout, const ir::Value* mask) {
   const ir::Value* ptr = op.operands[0];
   int last = layout.rank() - 1;
   int64_t bytes = dtype_storage_bytes(ptr->type.dtype);
@@ -43,6 +41,8 @@ static int64_t access_width(Lowering& L, const ir::Op& op, const LinearLayout& l
   if (mask) v = std::min(v, L.axis().info(mask).constancy[last]);
   return floor_pow2(std::max<int64_t>(v, 1));
 }
+
+}  // namespace
 
 void Lowering::lower_memory(const ir::Op& op) {
   bool is_load = op.kind == K::load;

@@ -13,7 +13,7 @@ namespace lowering {
 Lowering::Lowering(const ir::Function& function, llvm::LLVMContext& context)
     : b(context), ctx(context), fn(function), axis_(function) {
   module_ = std::make_unique<llvm::Module>(fn.name, ctx);
-  ir::walk(const_cast<ir::Block&>(fn.body), [&](const ir::Op& op) {
+  ir::walk(fn.body, [&](const ir::Op& op) {
     if (op.kind == ir::OpKind::load || op.kind == ir::OpKind::store)
       min_memory_bytes_ = std::min(min_memory_bytes_, dtype_storage_bytes(op.operands[0]->type.dtype));
   });
@@ -151,10 +151,15 @@ bool register_bits_disjoint(const LinearLayout& layout) {
   return true;
 }
 
+// Layouts that agree on their lane and warp bases give each thread the same coordinates.
+std::string thread_key(const LinearLayout& layout) {
+  return LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
+}
+
 }  // namespace
 
 const std::vector<llvm::Value*>& Lowering::thread_coords(const LinearLayout& layout) {
-  std::string key = LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
+  std::string key = thread_key(layout);
   auto it = thread_offsets_.find(key);
   if (it != thread_offsets_.end()) return it->second;
   // The thread's part of every coordinate depends only on the thread id: compute it once,
@@ -197,7 +202,7 @@ Lowering::Offset Lowering::linear_offset(const LinearLayout& layout, int r) {
     for (int d = 0; d < layout.rank(); ++d) index = b.CreateAdd(b.CreateMul(index, const_i32(layout.shape[d])), c[d]);
     return {index, 0};
   }
-  std::string key = ir::shape_str(layout.shape) + LinearLayout{layout.shape, {}, layout.lane, layout.warp}.str();
+  std::string key = thread_key(layout);
   auto it = thread_linear_.find(key);
   if (it == thread_linear_.end()) {
     const std::vector<llvm::Value*>& thread = thread_coords(layout);

@@ -110,7 +110,6 @@ class Lowering {
   void lower_op(const ir::Op& op);
   bool rematerializable(const ir::Value* v) const;
   std::vector<llvm::Value*> rematerialize(const ir::Value* v, const LinearLayout& layout);
-  std::vector<int> thread_offset_key(const LinearLayout& layout) const;
 
   // Rematerialized values are only reused within the region that computed them.
   void enter_region() { remat_cache_.clear(); }

@@ -17,8 +17,13 @@ bool Constants::has(std::string_view name) const {
   return false;
 }
 
-Kernel::Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body)
-    : name_(std::move(name)), params_(std::move(params)), constants_(std::move(constants)), body_(std::move(body)) {
+Kernel::Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body,
+               const void* code_anchor)
+    : name_(std::move(name)),
+      params_(std::move(params)),
+      constants_(std::move(constants)),
+      body_(std::move(body)),
+      code_anchor_(code_anchor) {
   for (auto& p : params_)
     if (p.type.is_tile()) fail("kernel {}: parameter '{}' must be a scalar or a pointer", name_, p.name);
   auto declare_default = [&](const char* key, int64_t value) {

@@ -53,11 +53,16 @@ class Constants {
 class Kernel {
  public:
   using Body = std::function<void(const Constants&, std::span<const Tile>)>;
-  Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body);
+  Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body,
+         const void* code_anchor = nullptr);
 
   const std::string& name() const { return name_; }
   const std::vector<ir::Param>& params() const { return params_; }
   const std::vector<ConstantDecl>& constant_decls() const { return constants_; }
+  // An address inside the binary (executable or shared library) that defines the kernel's
+  // body; the runtime identifies that binary by it, so a cached kernel is reused without
+  // tracing only while the code that defined it is unchanged. Null when unknown.
+  const void* code_anchor() const { return code_anchor_; }
 
   // The declared constants with `overrides` applied; an unknown name is an error.
   Constants constants(const std::vector<std::pair<std::string, int64_t>>& overrides = {}) const;
@@ -74,9 +79,14 @@ class Kernel {
   std::vector<ir::Param> params_;
   std::vector<ConstantDecl> constants_;
   Body body_;
+  const void* code_anchor_;
 };
 
 namespace detail {
+// One instantiation per kernel body type, emitted in the binary that defines the body.
+template <typename F>
+void code_anchor() {}
+
 template <typename T>
 struct CallableArgs : CallableArgs<decltype(&T::operator())> {};
 template <typename C, typename R, typename... A>
@@ -107,7 +117,8 @@ Kernel define_kernel(std::string name, std::vector<std::string> names, std::vect
       fn(c, std::tuple_element_t<I, Args>(args[I])...);
     }(std::make_index_sequence<n>());
   };
-  return Kernel(std::move(name), std::move(params), std::move(constants), std::move(body));
+  return Kernel(std::move(name), std::move(params), std::move(constants), std::move(body),
+                reinterpret_cast<const void*>(&detail::code_anchor<F>));
 }
 
 }  // namespace tilejit::dsl

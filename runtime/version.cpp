@@ -1,0 +1,7 @@
+#include "runtime/version.h"
+
+namespace tilejit {
+
+const char* tilejit_version() { return TILEJIT_VERSION; }
+
+}  // namespace tilejit

@@ -2,13 +2,9 @@
 
 #include <mutex>
 
-#include <llvm/Analysis/CGSCCPassManager.h>
-#include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LegacyPassManager.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -16,6 +12,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include "codegen/libdevice.h"
+#include "codegen/llvm_pipeline.h"
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen {
@@ -44,33 +41,6 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
       triple, target.arch, target.ptx_feature, options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
-std::string module_text(const llvm::Module& m) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m.print(os, nullptr);
-  return text;
-}
-
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = opt_level >= 3 ? llvm::OptimizationLevel::O3
-                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
-                                  : opt_level == 1 ? llvm::OptimizationLevel::O1
-                                                   : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(level)
-                                                                     : pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(m, mam);
-}
-
 }  // namespace
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
@@ -89,12 +59,8 @@ CompiledKernel compile_to_ptx(const ir::Function& fn, const Target& target, cons
   m.setDataLayout(tm->createDataLayout());
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
   link_libdevice(m);
-  optimize(m, *tm, options.opt_level);
-
-  std::string verify_errors;
-  llvm::raw_string_ostream vs(verify_errors);
-  if (llvm::verifyModule(m, &vs))
-    fail("tilejit internal error: optimized module of kernel {} is invalid: {}\n{}", fn.name, verify_errors, module_text(m));
+  optimize_module(m, *tm, options.opt_level);
+  verify_module(m, "optimized module of kernel " + fn.name);
 
   CompiledKernel out;
   out.name = fn.name;

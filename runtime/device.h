@@ -32,6 +32,11 @@ struct DeviceInfo {
 
 class Device;
 
+// The CUDA driver's version (12080 for 12.8); 0 when there is no usable driver. Never throws.
+int cuda_driver_version();
+// "ready", or why the CUDA driver cannot be used. Never throws.
+std::string cuda_driver_status();
+
 // Launches and copies on one stream run in order. The default stream of a device exists
 // for the device's lifetime; streams made by create_stream() are destroyed with the object.
 class Stream {
@@ -135,6 +140,11 @@ class Device {
   virtual Stream create_stream() = 0;
   virtual Event create_event() = 0;
   virtual void synchronize() = 0;
+
+  // Memory the device did not allocate that kernels may use (DLPack imports): the emulator
+  // checks every access against known memory, so it must be told.
+  virtual void add_external_memory(const void* /*begin*/, size_t /*bytes*/) {}
+  virtual void remove_external_memory(const void* /*begin*/) {}
 
   virtual std::shared_ptr<LoadedKernel> load(const KernelRequest& request) = 0;
   // `args` follows cuLaunchKernel's convention: one pointer to each argument's value.

@@ -1,5 +1,4 @@
-// The tilejit command line: list the registered kernels and show what the compiler makes
-// of them at each stage.
+// The tilejit command line: list, emit, run and inspect kernels, devices and the kernel cache.
 #include <cstdio>
 #include <iostream>
 
@@ -7,30 +6,13 @@
 
 #include "codegen/compiler.h"
 #include "ops/kernels/registry.h"
+#include "runtime/version.h"
+#include "tools/commands.h"
+#include "tools/settings.h"
 
 namespace {
 
 using namespace tilejit;
-
-// "NAME=VALUE" pairs from --set.
-std::vector<std::pair<std::string, int64_t>> parse_settings(const std::vector<std::string>& settings) {
-  std::vector<std::pair<std::string, int64_t>> out;
-  for (auto& s : settings) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--set expects NAME=VALUE, got '{}'", s);
-    std::string value = s.substr(eq + 1);
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-      v = std::stoll(value, &used, 0);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size()) fail("--set {}: '{}' is not an integer", s.substr(0, eq), value);
-    out.emplace_back(s.substr(0, eq), v);
-  }
-  return out;
-}
 
 int run_list() {
   for (auto& k : ops::registered_kernels()) fmt::print("{:<12} {}\n", k.kernel.name(), k.summary);
@@ -40,7 +22,7 @@ int run_list() {
 int run_emit(const std::string& name, const std::string& arch, const std::vector<std::string>& settings,
              const std::string& format, bool generic) {
   const auto& entry = ops::find_kernel(name);
-  auto fn = entry.kernel.trace(entry.kernel.constants(parse_settings(settings)), generic ? std::vector<ir::ArgFacts>{} : entry.kernel.aligned_facts());
+  auto fn = entry.kernel.trace(entry.kernel.constants(tools::parse_settings(settings)), generic ? std::vector<ir::ArgFacts>{} : entry.kernel.aligned_facts());
   if (format == "ir") {
     fmt::print("{}", fn->str());
   } else if (format == "llvm") {
@@ -56,9 +38,11 @@ int run_emit(const std::string& name, const std::string& arch, const std::vector
 
 int main(int argc, char** argv) {
   CLI::App app{"tilejit: a tile-level GPU kernel compiler for C++"};
-  app.set_version_flag("--version", fmt::format("tilejit {} (LLVM {})", TILEJIT_VERSION, codegen::llvm_version()));
+  app.set_version_flag("--version", fmt::format("tilejit {} (LLVM {})", tilejit_version(), codegen::llvm_version()));
   app.require_subcommand(1);
 
+  std::vector<tools::Command> commands = {tools::add_info_command(app), tools::add_run_command(app),
+                                          tools::add_cache_command(app)};
   auto* list = app.add_subcommand("list", "Print the registered kernels, one per line, name first");
 
   auto* emit = app.add_subcommand("emit", "Write a kernel's tile IR, LLVM IR or PTX to stdout");
@@ -75,6 +59,8 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return run_list();
     if (emit->parsed()) return run_emit(kernel, arch, settings, format, generic);
+    for (auto& command : commands)
+      if (int status = command(); status >= 0) return status;
   } catch (const tilejit::Error& e) {
     std::fprintf(stderr, "tilejit: error: %s\n", e.what());
     return 1;

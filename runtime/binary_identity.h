@@ -1,0 +1,18 @@
+// Names the executable or shared library that contains a code address, so a cache entry
+// made from code in that binary is reused only while the binary is unchanged.
+#pragma once
+
+#include <string>
+
+namespace tilejit {
+
+// "build-id:<hex>" from the object's GNU build-id note, else "file:<path>:<size>:<mtime ns>";
+// empty when `address` is null or in no loaded object. Memoized per object.
+std::string binary_identity(const void* address);
+
+// binary_identity(address) and the address's offset in that binary, "build-id:<hex>+0x1f30":
+// tells apart two functions of one binary, across runs (ASLR moves only the base). Empty when
+// binary_identity is.
+std::string code_identity(const void* address);
+
+}  // namespace tilejit

@@ -1,0 +1,31 @@
+// A kernel specialization -> a loadable image for a CUDA target, through the kernel cache.
+//
+// Two cache levels make a warm start free of tracing and LLVM:
+//   launch key (the code that defines the kernel, its name, constants, argument facts,
+//               target, options, versions, cubin tool) -> the IR key
+//   IR key     (the traced tile IR, target, options, versions, cubin tool) -> the image
+// A launch-key hit needs no trace. A miss traces, then the IR key still saves the compile when
+// another kernel (or another build of the program) traced to the same IR.
+//
+// The launch key assumes a kernel's IR follows from its code, name, constants and facts: a
+// body that reads run-time state (a lambda capture, a global) must put it into a constant or
+// the name. Without a code anchor (Kernel::code_anchor() null) only the IR level is used.
+#pragma once
+
+#include <string>
+
+#include "codegen/target.h"
+#include "runtime/device.h"
+#include "runtime/kernel_cache.h"
+
+namespace tilejit::cuda {
+
+struct CudaKernelImage {
+  KernelReport report;  // report.name is the PTX entry point
+  std::string ptx;
+  std::string cubin;    // empty when the driver must JIT-compile the PTX at load
+};
+
+CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache);
+
+}  // namespace tilejit::cuda

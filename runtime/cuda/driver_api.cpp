@@ -1,0 +1,117 @@
+#include "runtime/cuda/driver_api.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "dsl/error.h"
+#include "dsl/log.h"
+
+namespace tilejit::cuda {
+namespace {
+
+// The outcome of loading the driver: the table, or why there is none.
+struct LoadedDriver {
+  std::unique_ptr<DriverApi> api;
+  std::string error;
+};
+
+std::string error_name(const DriverApi& api, CUresult result) {
+  const char* name = nullptr;
+  if (api.cuGetErrorName && api.cuGetErrorName(result, &name) == CUDA_SUCCESS && name) return name;
+  return fmt::format("CUresult {}", static_cast<int>(result));
+}
+
+std::string error_text(const DriverApi& api, CUresult result) {
+  const char* text = nullptr;
+  if (api.cuGetErrorString && api.cuGetErrorString(result, &text) == CUDA_SUCCESS && text) return text;
+  return "no description";
+}
+
+std::string call_failure(const DriverApi& api, CUresult result, const char* call) {
+  return fmt::format("CUDA driver: {} failed: {} ({})", call, error_name(api, result), error_text(api, result));
+}
+
+LoadedDriver load_driver() {
+  LoadedDriver out;
+  // Never dlclose'd: the function pointers live as long as the process.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    out.error = fmt::format("no CUDA driver: libcuda.so.1 could not be loaded ({}); use the emulator (Device::emu())",
+                            why ? why : "unknown reason");
+    return out;
+  }
+  // The bootstrap functions have had one ABI since CUDA 12.0, so plain dlsym finds them.
+  auto init = reinterpret_cast<decltype(&::cuInit)>(dlsym(lib, "cuInit"));
+  auto get_version = reinterpret_cast<decltype(&::cuDriverGetVersion)>(dlsym(lib, "cuDriverGetVersion"));
+  auto get_proc = reinterpret_cast<decltype(&::cuGetProcAddress)>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (!init || !get_version || !get_proc) {
+    out.error = "CUDA driver too old: libcuda.so.1 has no cuGetProcAddress_v2 (a CUDA 12.0 or newer driver is needed)";
+    return out;
+  }
+  auto api = std::make_unique<DriverApi>();
+  CUresult init_result = init(0);
+  if (get_version(&api->version) != CUDA_SUCCESS) api->version = 0;
+  // Asking for a version newer than the driver's is an error, so ask for the older of the two.
+  int abi_version = std::min(CUDA_VERSION, api->version);
+  std::string missing;
+  auto resolve = [&](const char* name, void** slot) {
+    CUdriverProcAddressQueryResult status{};
+    if (get_proc(name, slot, abi_version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS || !*slot) {
+      *slot = nullptr;
+      missing += missing.empty() ? name : fmt::format(", {}", name);
+    }
+  };
+  // #name is the base name cuGetProcAddress wants ("cuMemAlloc"); the member is the versioned one.
+#define TILEJIT_CUDA_RESOLVE(name) resolve(#name, reinterpret_cast<void**>(&api->name));
+  TILEJIT_CUDA_DRIVER_FUNCTIONS(TILEJIT_CUDA_RESOLVE)
+#undef TILEJIT_CUDA_RESOLVE
+  if (init_result != CUDA_SUCCESS) {
+    out.error = call_failure(*api, init_result, "cuInit");
+    return out;
+  }
+  if (!missing.empty()) {
+    out.error = fmt::format("CUDA driver {}.{} lacks functions tilejit needs: {}", api->version / 1000,
+                            api->version % 1000 / 10, missing);
+    return out;
+  }
+  log::info("CUDA driver {}.{} loaded", api->version / 1000, api->version % 1000 / 10);
+  out.api = std::move(api);
+  return out;
+}
+
+const LoadedDriver& loaded_driver() {
+  static const LoadedDriver loaded = load_driver();
+  return loaded;
+}
+
+}  // namespace
+
+const DriverApi& driver() {
+  const LoadedDriver& loaded = loaded_driver();
+  if (!loaded.api) [[unlikely]]
+    throw Error(loaded.error);
+  return *loaded.api;
+}
+
+void fail_call(CUresult result, const char* call, std::string_view context) {
+  std::string message = call_failure(driver(), result, call);
+  if (!context.empty()) message += fmt::format(" ({})", context);
+  throw Error(message);
+}
+
+}  // namespace tilejit::cuda
+
+namespace tilejit {
+
+bool cuda_driver_available() { return cuda::loaded_driver().api != nullptr; }
+
+int cuda_driver_version() {
+  const auto& loaded = cuda::loaded_driver();
+  return loaded.api ? loaded.api->version : 0;
+}
+
+}  // namespace tilejit

@@ -1,0 +1,69 @@
+#include "runtime/device.h"
+
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/driver_api.h"
+#include "runtime/emu/emu_device.h"
+
+namespace tilejit {
+
+std::string cuda_driver_status() {
+  try {
+    cuda::driver();
+    return "ready";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "emu"; }
+
+Stream::Stream(Stream&& other) noexcept : device_(other.device_), handle_(other.handle_), owned_(other.owned_) {
+  other.owned_ = false;
+}
+
+Stream::~Stream() {
+  if (owned_) device_->destroy_stream(handle_);
+}
+
+void Stream::synchronize() { device_->synchronize_stream(handle_); }
+
+Event::Event(Event&& other) noexcept : device_(other.device_), handle_(other.handle_) { other.handle_ = nullptr; }
+
+Event::~Event() {
+  if (handle_) device_->destroy_event(handle_);
+}
+
+void Event::record(Stream& stream) {
+  if (&stream.device() != device_) fail("event of {} recorded on a stream of {}", device_->info().name, stream.device().info().name);
+  device_->record_event(handle_, stream.handle());
+}
+
+void Event::synchronize() { device_->synchronize_event(handle_); }
+
+float Event::elapsed_ms(const Event& end) const { return device_->elapsed_ms(handle_, end.handle_); }
+
+void Device::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
+  copy_async(dst, src, bytes, kind, default_stream());
+  default_stream().synchronize();
+}
+
+Device& Device::emu() { return emu_device(); }
+
+Device& Device::cuda(int ordinal) { return cuda_device(ordinal); }
+
+int Device::cuda_device_count() { return tilejit::cuda_device_count(); }
+
+Device& Device::best() { return cuda_device_count() > 0 ? cuda(0) : emu(); }
+
+Device& Device::by_name(const std::string& name) {
+  if (name == "emu") return emu();
+  if (name == "cuda") return cuda(0);
+  if (name.rfind("cuda:", 0) == 0) {
+    std::string digits = name.substr(5);
+    if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos) return cuda(std::stoi(digits));
+  }
+  if (name == "best") return best();
+  fail("unknown device '{}': use emu, cuda, cuda:N or best", name);
+}
+
+}  // namespace tilejit

@@ -1,0 +1,43 @@
+// Internal to the emulator: the device allocations global memory accesses are checked
+// against. The device keeps the table; each launch works from an immutable snapshot.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace tilejit::emu {
+
+struct Allocation {
+  uintptr_t begin = 0;
+  size_t bytes = 0;
+};
+
+class AllocationSnapshot {
+ public:
+  AllocationSnapshot() = default;
+  explicit AllocationSnapshot(std::vector<Allocation> sorted) : sorted_(std::move(sorted)) {}
+  // The allocation holding [address, address + bytes), or null.
+  const Allocation* find(uintptr_t address, size_t bytes) const;
+  // The allocation nearest to `address` (for error messages), or null when there is none.
+  const Allocation* nearest(uintptr_t address) const;
+
+ private:
+  std::vector<Allocation> sorted_;
+};
+
+class AllocationTable {
+ public:
+  void add(const void* begin, size_t bytes);
+  void remove(const void* begin);
+  bool contains(const void* begin) const;
+  AllocationSnapshot snapshot() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<uintptr_t, size_t> allocations_;
+};
+
+}  // namespace tilejit::emu

@@ -1,0 +1,77 @@
+// Internal to the emulator: the state of one CTA while its threads run as fibers on one host
+// thread, and of the launch it belongs to. The runtime functions the kernel calls reach the
+// running thread through `current_thread()`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "runtime/emu/allocation_table.h"
+
+namespace tilejit::emu {
+
+struct Launch {
+  std::string kernel;
+  void (*entry)(void** args) = nullptr;
+  void** args = nullptr;
+  Dim3 grid;
+  int num_threads = 0;
+  int64_t shared_bytes = 0;
+  AllocationSnapshot allocations;  // global memory the kernel may touch
+  bool racecheck = false;
+  std::atomic<bool> failed{false};  // set by the first failing CTA; the others stop early
+};
+
+enum class ThreadState : uint8_t { runnable, at_barrier, at_warp_sync, exited, aborted };
+
+struct Thread {
+  int tid = 0;
+  ThreadState state = ThreadState::runnable;
+  void* context = nullptr;  // the fiber's saved context while it is suspended
+};
+
+// One warp's exchange for shuffles, votes and matches: lanes deposit a value, the last lane
+// of the mask to arrive computes every lane's result.
+struct WarpExchange {
+  uint32_t arrived = 0;  // lanes waiting, as a mask
+  uint32_t mask = 0;     // the participating lanes named by the first lane to arrive
+  uint64_t values[32] = {};
+  uint64_t results[32] = {};
+};
+
+// Per shared-memory word: who last wrote and read it in which barrier interval.
+struct RaceShadow {
+  uint32_t write_epoch = 0, read_epoch = 0;
+  int32_t writer = -1, reader = -1;  // reader -2: several threads read
+};
+
+struct Cta {
+  Launch* launch = nullptr;
+  Dim3 ctaid;
+  std::vector<Thread> threads;
+  std::byte* shared = nullptr;
+  int arrived_at_barrier = 0;
+  uint32_t epoch = 1;  // barrier intervals, for the race detector
+  std::vector<WarpExchange> warps;
+  std::vector<RaceShadow> shadow;  // one per 4 bytes of shared memory, when racecheck is on
+  std::string error;               // the first error; the CTA stops when it is set
+  void* scheduler_context = nullptr;
+};
+
+struct CurrentThread {
+  Cta* cta = nullptr;
+  Thread* thread = nullptr;
+};
+CurrentThread& current();
+
+// Suspends the running thread and returns to the CTA's scheduler; returns when the
+// scheduler resumes it.
+void yield_to_scheduler();
+// Records `message` (prefixed with kernel, block and thread) as the CTA's error and leaves
+// the thread for good: the scheduler never resumes it.
+[[noreturn]] void abort_thread(std::string message);
+
+}  // namespace tilejit::emu

@@ -1,0 +1,146 @@
+#include "runtime/emu/cta_runner.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <boost/context/detail/fcontext.hpp>
+#include <fmt/format.h>
+
+#include "dsl/error.h"
+
+namespace tilejit::emu {
+namespace fc = boost::context::detail;
+namespace {
+
+thread_local CurrentThread running;
+
+// Uninitialized shared memory reads as this byte pattern (0xff..: a NaN for floats, -1 for
+// integers), so a kernel that reads before writing computes visibly wrong results.
+constexpr std::byte kSharedPoison{0xff};
+
+std::string thread_name(const Cta& cta, int tid) {
+  return fmt::format("block ({}, {}, {}), thread ({}, 0, 0)", cta.ctaid.x, cta.ctaid.y, cta.ctaid.z, tid);
+}
+
+[[noreturn]] void leave_fiber(Cta& cta) {
+  fc::jump_fcontext(cta.scheduler_context, nullptr);
+  __builtin_unreachable();  // the scheduler never resumes an exited or aborted thread
+}
+
+void fiber_main(fc::transfer_t from) {
+  Cta& cta = *running.cta;
+  cta.scheduler_context = from.fctx;
+  Thread& self = *static_cast<Thread*>(from.data);
+  cta.launch->entry(cta.launch->args);
+  self.state = ThreadState::exited;
+  leave_fiber(cta);
+}
+
+}  // namespace
+
+CurrentThread& current() { return running; }
+
+void yield_to_scheduler() {
+  Cta& cta = *running.cta;
+  fc::transfer_t back = fc::jump_fcontext(cta.scheduler_context, nullptr);
+  cta.scheduler_context = back.fctx;
+}
+
+void abort_thread(std::string message) {
+  Cta& cta = *running.cta;
+  Thread& self = *running.thread;
+  if (cta.error.empty())
+    cta.error = fmt::format("emulator: kernel {}, {}: {}", cta.launch->kernel, thread_name(cta, self.tid), message);
+  message = std::string();  // nothing on this stack may own memory: it is never unwound
+  self.state = ThreadState::aborted;
+  leave_fiber(cta);
+}
+
+CtaRunner::CtaRunner(size_t stack_bytes) : stack_bytes_(stack_bytes) {}
+
+CtaRunner::~CtaRunner() {
+  if (stacks_) munmap(stacks_, mapped_bytes_);
+}
+
+void CtaRunner::reserve_stacks(int threads) {
+  if (threads <= stack_count_) return;
+  if (stacks_) munmap(stacks_, mapped_bytes_);
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t slot = page + stack_bytes_;
+  mapped_bytes_ = slot * static_cast<size_t>(threads);
+  void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) fail("emulator: cannot map {} bytes of fiber stacks for {} threads", mapped_bytes_, threads);
+  stacks_ = static_cast<std::byte*>(p);
+  // A guard page below each stack turns an overflow into a fault instead of corruption.
+  for (int i = 0; i < threads; ++i) mprotect(stacks_ + slot * static_cast<size_t>(i), page, PROT_NONE);
+  stack_count_ = threads;
+}
+
+std::string CtaRunner::run(Launch& launch, Dim3 ctaid) {
+  const int n = launch.num_threads;
+  reserve_stacks(n);
+  Cta cta;
+  cta.launch = &launch;
+  cta.ctaid = ctaid;
+  cta.threads.resize(static_cast<size_t>(n));
+  cta.warps.resize(static_cast<size_t>((n + 31) / 32));
+  shared_.assign(static_cast<size_t>(launch.shared_bytes), kSharedPoison);
+  cta.shared = shared_.data();
+  if (launch.racecheck) cta.shadow.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), RaceShadow{});
+
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (int i = 0; i < n; ++i) {
+    Thread& t = cta.threads[static_cast<size_t>(i)];
+    t.tid = i;
+    std::byte* top = stacks_ + (page + stack_bytes_) * static_cast<size_t>(i + 1);
+    t.context = fc::make_fcontext(top, stack_bytes_, fiber_main);
+  }
+
+  int finished = 0;
+  while (finished < n) {
+    bool ran = false;
+    for (Thread& t : cta.threads) {
+      if (t.state != ThreadState::runnable) continue;
+      running = {&cta, &t};
+      fc::transfer_t back = fc::jump_fcontext(t.context, &t);
+      t.context = back.fctx;
+      ran = true;
+      if (t.state == ThreadState::exited || t.state == ThreadState::aborted) ++finished;
+      if (!cta.error.empty()) break;
+    }
+    running = {};
+    if (!cta.error.empty()) return cta.error;
+    if (launch.failed.load(std::memory_order_relaxed)) return {};
+    if (!ran && finished < n) return stuck_message(cta);
+  }
+  return {};
+}
+
+std::string CtaRunner::stuck_message(const Cta& cta) const {
+  std::vector<int> at_barrier, at_warp, exited;
+  for (const Thread& t : cta.threads) {
+    if (t.state == ThreadState::at_barrier) at_barrier.push_back(t.tid);
+    if (t.state == ThreadState::at_warp_sync) at_warp.push_back(t.tid);
+    if (t.state == ThreadState::exited) exited.push_back(t.tid);
+  }
+  auto describe = [](const std::vector<int>& tids) {
+    std::string s = fmt::format("{} thread{} (", tids.size(), tids.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < tids.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", tids[i]);
+    return s + (tids.size() > 8 ? ", ...)" : ")");
+  };
+  std::string where = fmt::format("kernel {}, block ({}, {}, {})", cta.launch->kernel, cta.ctaid.x, cta.ctaid.y, cta.ctaid.z);
+  std::string message;
+  if (!at_barrier.empty())
+    message = fmt::format("emulator: {}: barrier not reached by every thread of the CTA: {} wait at the barrier", where,
+                          describe(at_barrier));
+  else
+    message = fmt::format("emulator: {}: warp collective not reached by every lane of its mask: {} wait", where,
+                          describe(at_warp));
+  if (!at_warp.empty() && !at_barrier.empty()) message += fmt::format(", {} wait at a warp collective", describe(at_warp));
+  if (!exited.empty()) message += fmt::format(", {} exited", describe(exited));
+  return message;
+}
+
+}  // namespace tilejit::emu

@@ -1,0 +1,197 @@
+#include "runtime/emu/emu_device.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "codegen/host_compiler.h"
+#include "codegen/target.h"
+#include "runtime/emu/allocation_table.h"
+#include "runtime/emu/cta_runner.h"
+#include "runtime/emu/runtime_symbols.h"
+
+namespace tilejit {
+namespace {
+
+constexpr size_t kAllocationAlignment = 256;  // what cuMemAlloc guarantees
+constexpr int kMaxThreadsPerCta = 1024;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+class EmuKernel : public LoadedKernel {
+ public:
+  EmuKernel(std::unique_ptr<codegen::HostKernel> host, const std::string& arch) : host_(std::move(host)) {
+    report_.name = host_->name();
+    report_.arch = arch;
+    report_.num_threads = host_->num_threads();
+    report_.shared_bytes = host_->shared_bytes();
+    report_.binary_format = "host";
+  }
+  const codegen::HostKernel& host() const { return *host_; }
+
+ private:
+  std::unique_ptr<codegen::HostKernel> host_;
+};
+
+struct EmuEvent {
+  std::chrono::steady_clock::time_point time;
+  bool recorded = false;
+};
+
+class EmuDevice : public Device {
+ public:
+  EmuDevice() : default_stream_(*this, nullptr, false), symbols_(emu::runtime_symbols()) {
+    const char* arch = std::getenv("TILEJIT_EMU_ARCH");
+    const codegen::Target& target = codegen::find_target(arch && *arch ? arch : "sm_90a");
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    workers_ = std::max(1, env_int("TILEJIT_EMU_THREADS", cores));
+    info_.kind = DeviceKind::emu;
+    info_.arch = target.arch;
+    info_.cc_major = target.compute_capability / 10;
+    info_.cc_minor = target.compute_capability % 10;
+    info_.sm_count = workers_;
+    info_.name = fmt::format("tilejit emulator ({}, {} host thread{})", target.arch, workers_, workers_ == 1 ? "" : "s");
+    info_.shared_per_block_optin = 227 * 1024;  // an H100's opt-in limit
+    info_.l2_bytes = 0;
+    info_.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  }
+
+  void* allocate(size_t bytes) override {
+    size_t rounded = std::max<size_t>(kAllocationAlignment, (bytes + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment);
+    void* p = std::aligned_alloc(kAllocationAlignment, rounded);
+    if (!p) fail("emulator: out of host memory allocating {} bytes", bytes);
+    allocations_.add(p, bytes);  // accesses beyond `bytes` are errors, even inside the rounding
+    return p;
+  }
+
+  void free(void* ptr) override {
+    if (!ptr) return;
+    if (!allocations_.contains(ptr)) fail("emulator: free of {}, which is not an allocation of this device", ptr);
+    allocations_.remove(ptr);
+    std::free(ptr);
+  }
+
+  void memset_async(void* dst, uint8_t value, size_t bytes, Stream&) override {
+    check_range(dst, bytes, "memset destination");
+    std::memset(dst, value, bytes);
+  }
+
+  void copy_async(void* dst, const void* src, size_t bytes, CopyKind kind, Stream&) override {
+    if (kind != CopyKind::host_to_device) check_range(src, bytes, "copy source");
+    if (kind != CopyKind::device_to_host) check_range(dst, bytes, "copy destination");
+    std::memmove(dst, src, bytes);
+  }
+
+  void add_external_memory(const void* begin, size_t bytes) override { allocations_.add(begin, bytes); }
+  void remove_external_memory(const void* begin) override { allocations_.remove(begin); }
+
+  Stream& default_stream() override { return default_stream_; }
+  Stream create_stream() override { return Stream(*this, nullptr, true); }
+  Event create_event() override { return Event(*this, new EmuEvent); }
+  void synchronize() override {}
+
+  void destroy_stream(void*) override {}
+  void synchronize_stream(void*) override {}
+  void destroy_event(void* handle) override { delete static_cast<EmuEvent*>(handle); }
+  void record_event(void* event, void*) override {
+    auto* e = static_cast<EmuEvent*>(event);
+    e->time = std::chrono::steady_clock::now();
+    e->recorded = true;
+  }
+  void synchronize_event(void*) override {}
+  float elapsed_ms(void* start, void* end) override {
+    auto *a = static_cast<EmuEvent*>(start), *b = static_cast<EmuEvent*>(end);
+    if (!a->recorded || !b->recorded) fail("elapsed time between events that were not both recorded");
+    return std::chrono::duration<float, std::milli>(b->time - a->time).count();
+  }
+
+  std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override {
+    auto fn = request.kernel->trace(*request.constants, request.facts);
+    return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, symbols_), info_.arch);
+  }
+
+  void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream&) override {
+    auto& k = dynamic_cast<EmuKernel&>(kernel);
+    const KernelReport& r = k.report();
+    const Dim3& g = dims.grid;
+    if (g.x == 0 || g.y == 0 || g.z == 0) fail("launch of {}: empty grid ({}, {}, {})", r.name, g.x, g.y, g.z);
+    if (r.num_threads > kMaxThreadsPerCta) fail("launch of {}: {} threads per CTA exceeds {}", r.name, r.num_threads, kMaxThreadsPerCta);
+    if (r.shared_bytes > info_.shared_per_block_optin)
+      fail("launch of {}: {} bytes of shared memory exceed the device's {} per CTA", r.name, r.shared_bytes, info_.shared_per_block_optin);
+    emu::Launch launch;
+    launch.kernel = r.name;
+    launch.entry = k.host().entry();
+    launch.args = args;
+    launch.grid = g;
+    launch.num_threads = r.num_threads;
+    launch.shared_bytes = r.shared_bytes;
+    launch.allocations = allocations_.snapshot();
+    launch.racecheck = env_flag("TILEJIT_EMU_RACECHECK");
+    run_ctas(launch);
+  }
+
+ private:
+  void check_range(const void* p, size_t bytes, const char* what) const {
+    if (!allocations_.snapshot().find(reinterpret_cast<uintptr_t>(p), bytes))
+      fail("emulator: {} [{}, +{} bytes) is not inside an allocation of this device", what, p, bytes);
+  }
+
+  // CTAs in linear order, handed out to the workers one at a time.
+  void run_ctas(emu::Launch& launch) {
+    const Dim3& g = launch.grid;
+    const uint64_t total = uint64_t(g.x) * g.y * g.z;
+    std::atomic<uint64_t> next{0};
+    std::mutex error_mutex;
+    std::string error;
+    auto work = [&] {
+      thread_local emu::CtaRunner runner;
+      for (uint64_t i; (i = next.fetch_add(1)) < total && !launch.failed.load();) {
+        Dim3 id{static_cast<uint32_t>(i % g.x), static_cast<uint32_t>(i / g.x % g.y), static_cast<uint32_t>(i / (uint64_t(g.x) * g.y))};
+        std::string e;
+        try {
+          e = runner.run(launch, id);
+        } catch (const Error& failure) {  // a worker thread must not let an exception escape
+          e = failure.what();
+        }
+        if (e.empty()) continue;
+        std::lock_guard lock(error_mutex);
+        if (error.empty()) error = std::move(e);
+        launch.failed = true;
+      }
+    };
+    int helpers = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(workers_), total)) - 1;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < helpers; ++i) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    if (!error.empty()) throw Error(error);
+  }
+
+  Stream default_stream_;
+  codegen::HostSymbols symbols_;
+  emu::AllocationTable allocations_;
+  int workers_ = 1;
+};
+
+}  // namespace
+
+Device& emu_device() {
+  static EmuDevice device;
+  return device;
+}
+
+}  // namespace tilejit

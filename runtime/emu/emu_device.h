@@ -1,0 +1,17 @@
+// The emulator device: runs kernels on the host CPU by executing the same lowered code that
+// becomes PTX (see codegen/host_compiler.h). Global memory is host memory the device hands
+// out and tracks, so every global access is checked against it; CTAs are spread over the
+// host's cores, each CTA's threads run as fibers (runtime/emu/cta_runner.h). Work runs
+// synchronously at the call, so streams are trivially ordered and events measure host time.
+//
+// Environment: TILEJIT_EMU_ARCH (the target whose semantics are emulated, default sm_90a),
+// TILEJIT_EMU_THREADS (host worker threads, default: all cores), TILEJIT_EMU_RACECHECK=1.
+#pragma once
+
+#include "runtime/device.h"
+
+namespace tilejit {
+
+Device& emu_device();
+
+}  // namespace tilejit

@@ -1,0 +1,90 @@
+// Emulation of the memory spaces and the checks on every access: global accesses must fall
+// inside an allocation the runtime knows and be naturally aligned; shared accesses must fall
+// inside the CTA's shared block. With TILEJIT_EMU_RACECHECK=1, shared accesses are also
+// checked for races: two threads touching one word between the same two barriers, one of
+// them writing (atomics excepted).
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "codegen/host_compiler.h"
+#include "runtime/emu/cta.h"
+#include "runtime/emu/runtime_symbols.h"
+
+namespace tilejit::emu {
+namespace {
+
+const char* access_name(uint32_t flags) {
+  if (flags & codegen::kAccessAtomic) return "atomic";
+  return flags & codegen::kAccessWrite ? "store" : "load";
+}
+
+// PTX requires every access to be aligned to its size (vector accesses included).
+bool misaligned(uintptr_t address, int64_t bytes) {
+  return (bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16) && address % static_cast<uintptr_t>(bytes) != 0;
+}
+
+std::byte* shared_base() { return current().cta->shared; }
+
+void check_global(const void* pointer, int64_t bytes, uint32_t flags) {
+  const Launch& launch = *current().cta->launch;
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  if (misaligned(address, bytes))
+    abort_thread(fmt::format("misaligned {}-byte global {} at {:#x}", bytes, access_name(flags), address));
+  if (launch.allocations.find(address, static_cast<size_t>(bytes))) return;
+  std::string where = "no allocation is near";
+  if (const Allocation* a = launch.allocations.nearest(address)) {
+    if (address < a->begin)
+      where = fmt::format("{} bytes before the {}-byte allocation at {:#x}", a->begin - address, a->bytes, a->begin);
+    else
+      where = fmt::format("{} bytes past the start of the {}-byte allocation at {:#x}", address - a->begin, a->bytes, a->begin);
+  }
+  abort_thread(fmt::format("out-of-bounds global {} of {} bytes at {:#x} ({})", access_name(flags), bytes, address, where));
+}
+
+void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
+  int tid = current().thread->tid;
+  bool write = flags & codegen::kAccessWrite;
+  for (int64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word) {
+    RaceShadow& s = cta.shadow[static_cast<size_t>(word)];
+    int other = -1;
+    const char* kind = "";
+    if (s.write_epoch == cta.epoch && s.writer != tid) other = s.writer, kind = "written by";
+    if (write && other < 0 && s.read_epoch == cta.epoch && s.reader != tid) other = s.reader, kind = "read by";
+    if (other != -1) {
+      std::string whom = other == -2 ? std::string("several threads") : fmt::format("thread {}", other);
+      abort_thread(fmt::format("shared memory race at offset {}: {} here, {} {} since the last barrier", word * 4,
+                               write ? "written" : "read", kind, whom));
+    }
+    if (write) {
+      s.write_epoch = cta.epoch, s.writer = tid;
+    } else if (s.read_epoch != cta.epoch) {
+      s.read_epoch = cta.epoch, s.reader = tid;
+    } else if (s.reader != tid) {
+      s.reader = -2;
+    }
+  }
+}
+
+void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
+  Cta& cta = *current().cta;
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  int64_t offset = static_cast<int64_t>(address - reinterpret_cast<uintptr_t>(cta.shared));
+  int64_t size = cta.launch->shared_bytes;
+  if (offset < 0 || offset + bytes > size)
+    abort_thread(fmt::format("shared memory {} of {} bytes at offset {} is outside the CTA's {} bytes of shared memory",
+                             access_name(flags), bytes, offset, size));
+  if (misaligned(address, bytes))
+    abort_thread(fmt::format("misaligned {}-byte shared {} at offset {}", bytes, access_name(flags), offset));
+  if (cta.launch->racecheck && !(flags & codegen::kAccessAtomic)) check_race(cta, offset, bytes, flags);
+}
+
+}  // namespace
+
+void add_memory_symbols(codegen::HostSymbols& out) {
+  out.emplace_back(codegen::kHostSharedBase, reinterpret_cast<void*>(shared_base));
+  out.emplace_back(codegen::kHostCheckGlobal, reinterpret_cast<void*>(check_global));
+  out.emplace_back(codegen::kHostCheckShared, reinterpret_cast<void*>(check_shared));
+}
+
+}  // namespace tilejit::emu

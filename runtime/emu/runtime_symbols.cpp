@@ -1,0 +1,14 @@
+#include "runtime/emu/runtime_symbols.h"
+
+namespace tilejit::emu {
+
+codegen::HostSymbols runtime_symbols() {
+  codegen::HostSymbols out;
+  add_thread_symbols(out);
+  add_memory_symbols(out);
+  add_math_symbols(out);
+  add_printf_symbols(out);
+  return out;
+}
+
+}  // namespace tilejit::emu

@@ -1,0 +1,16 @@
+// Internal to the emulator: the emulation runtime the host-compiled kernels call, as the
+// name -> address table codegen/host_compiler.h binds. One file per family of operations.
+#pragma once
+
+#include "codegen/host_compiler.h"
+
+namespace tilejit::emu {
+
+codegen::HostSymbols runtime_symbols();  // all of the below
+
+void add_thread_symbols(codegen::HostSymbols& out);  // special registers, barriers, shuffles, votes, matches
+void add_memory_symbols(codegen::HostSymbols& out);  // shared base, access checks, race detector
+void add_math_symbols(codegen::HostSymbols& out);    // libdevice's __nv_* functions
+void add_printf_symbols(codegen::HostSymbols& out);  // vprintf
+
+}  // namespace tilejit::emu

@@ -1,0 +1,212 @@
+// Emulation of the per-thread GPU state and of the operations that synchronize threads:
+// special registers, CTA barriers, and the warp collectives (shuffles, votes, matches) with
+// the semantics of the PTX ISA's shfl.sync, vote.sync and match.sync.
+#include <bit>
+#include <cstring>
+
+#include "runtime/emu/cta.h"
+#include "runtime/emu/runtime_symbols.h"
+
+namespace tilejit::emu {
+namespace {
+
+Cta& cta() { return *current().cta; }
+int tid() { return current().thread->tid; }
+int lane() { return tid() % 32; }
+
+uint32_t tid_x() { return static_cast<uint32_t>(tid()); }
+uint32_t zero() { return 0; }
+uint32_t one() { return 1; }
+uint32_t ntid_x() { return static_cast<uint32_t>(cta().launch->num_threads); }
+uint32_t ctaid_x() { return cta().ctaid.x; }
+uint32_t ctaid_y() { return cta().ctaid.y; }
+uint32_t ctaid_z() { return cta().ctaid.z; }
+uint32_t nctaid_x() { return cta().launch->grid.x; }
+uint32_t nctaid_y() { return cta().launch->grid.y; }
+uint32_t nctaid_z() { return cta().launch->grid.z; }
+uint32_t laneid() { return static_cast<uint32_t>(lane()); }
+uint32_t warpid() { return static_cast<uint32_t>(tid() / 32); }
+uint32_t nwarpid() { return static_cast<uint32_t>((cta().launch->num_threads + 31) / 32); }
+uint32_t warpsize() { return 32; }
+
+// bar.sync for the whole CTA: the last thread to arrive releases the others.
+void barrier(uint32_t /*barrier id*/) {
+  Cta& c = cta();
+  Thread& self = *current().thread;
+  if (++c.arrived_at_barrier == static_cast<int>(c.threads.size())) {
+    c.arrived_at_barrier = 0;
+    ++c.epoch;
+    for (Thread& t : c.threads)
+      if (t.state == ThreadState::at_barrier) t.state = ThreadState::runnable;
+    return;
+  }
+  self.state = ThreadState::at_barrier;
+  while (self.state == ThreadState::at_barrier) yield_to_scheduler();
+}
+void barrier0() { barrier(0); }
+
+// Deposits this lane's value; when every lane of `mask` has arrived, the last one runs
+// `combine` over the warp's values to produce every participating lane's result.
+template <typename Combine>
+uint64_t warp_collective(const char* op, uint32_t mask, uint64_t value, Combine combine) {
+  Cta& c = cta();
+  Thread& self = *current().thread;
+  int l = lane();
+  WarpExchange& w = c.warps[static_cast<size_t>(tid() / 32)];
+  if (!(mask >> l & 1)) abort_thread(fmt::format("{} with member mask {:#010x}, which leaves out the calling lane {}", op, mask, l));
+  if (w.arrived == 0) {
+    w.mask = mask;
+  } else if (w.mask != mask) {
+    abort_thread(fmt::format("{} with member mask {:#010x} while lanes {:#010x} of its warp wait with mask {:#010x}", op, mask,
+                             w.arrived, w.mask));
+  }
+  w.values[l] = value;
+  w.arrived |= 1u << l;
+  if (w.arrived == w.mask) {
+    combine(w);
+    w.arrived = 0;
+    int first = tid() - l;
+    for (int i = 0; i < 32; ++i)
+      if (w.mask >> i & 1) {
+        Thread& t = c.threads[static_cast<size_t>(first + i)];
+        if (t.state == ThreadState::at_warp_sync) t.state = ThreadState::runnable;
+      }
+    return w.results[l];
+  }
+  self.state = ThreadState::at_warp_sync;
+  while (self.state == ThreadState::at_warp_sync) yield_to_scheduler();
+  return w.results[l];
+}
+
+enum class ShuffleMode { idx, up, down, bfly };
+
+// shfl.sync: lane i reads the value of source lane j, or keeps its own when j is out of its
+// segment (c packs the clamp value in bits 0-4 and the segment mask in bits 8-12).
+template <ShuffleMode mode>
+uint32_t shuffle(uint32_t mask, uint32_t value, uint32_t b, uint32_t c) {
+  return static_cast<uint32_t>(warp_collective("shfl.sync", mask, value, [=](WarpExchange& w) {
+    uint32_t clamp = c & 31, segmask = (c >> 8) & 31;
+    for (uint32_t i = 0; i < 32; ++i) {
+      if (!(w.mask >> i & 1)) continue;
+      uint32_t max_lane = (i & segmask) | (clamp & ~segmask), min_lane = i & segmask;
+      int64_t j = 0;
+      bool in_range = false;
+      switch (mode) {
+        case ShuffleMode::idx: j = min_lane | (b & ~segmask); in_range = j <= max_lane; break;
+        case ShuffleMode::up: j = int64_t(i) - b; in_range = j >= min_lane; break;
+        case ShuffleMode::down: j = int64_t(i) + b; in_range = j <= max_lane; break;
+        case ShuffleMode::bfly: j = i ^ b; in_range = j <= max_lane; break;
+      }
+      if (!in_range) j = i;
+      w.results[i] = w.values[j & 31];
+    }
+  }));
+}
+template <ShuffleMode mode>
+float shuffle_f32(uint32_t mask, float value, uint32_t b, uint32_t c) {
+  return std::bit_cast<float>(shuffle<mode>(mask, std::bit_cast<uint32_t>(value), b, c));
+}
+
+uint32_t ballot_of(const WarpExchange& w) {
+  uint32_t bits = 0;
+  for (int i = 0; i < 32; ++i)
+    if ((w.mask >> i & 1) && (w.values[i] & 1)) bits |= 1u << i;
+  return bits;
+}
+uint32_t vote(const char* op, uint32_t mask, uint32_t predicate, int kind) {
+  return static_cast<uint32_t>(warp_collective(op, mask, predicate & 1, [=](WarpExchange& w) {
+    uint32_t bits = ballot_of(w);
+    uint64_t r = kind == 0 ? bits == w.mask : kind == 1 ? bits != 0 : kind == 2 ? (bits == 0 || bits == w.mask) : bits;
+    for (int i = 0; i < 32; ++i) w.results[i] = r;
+  }));
+}
+bool vote_all(uint32_t mask, uint32_t p) { return vote("vote.all.sync", mask, p, 0); }
+bool vote_any(uint32_t mask, uint32_t p) { return vote("vote.any.sync", mask, p, 1); }
+bool vote_uni(uint32_t mask, uint32_t p) { return vote("vote.uni.sync", mask, p, 2); }
+uint32_t vote_ballot(uint32_t mask, uint32_t p) { return vote("vote.ballot.sync", mask, p, 3); }
+
+// match.any.sync: the mask of lanes holding the same value as this lane.
+uint32_t match_any(const char* op, uint32_t mask, uint64_t value) {
+  return static_cast<uint32_t>(warp_collective(op, mask, value, [](WarpExchange& w) {
+    for (int i = 0; i < 32; ++i) {
+      if (!(w.mask >> i & 1)) continue;
+      uint32_t same = 0;
+      for (int j = 0; j < 32; ++j)
+        if ((w.mask >> j & 1) && w.values[j] == w.values[i]) same |= 1u << j;
+      w.results[i] = same;
+    }
+  }));
+}
+uint32_t match_any_i32(uint32_t mask, uint32_t value) { return match_any("match.any.sync", mask, value); }
+uint32_t match_any_i64(uint32_t mask, uint64_t value) { return match_any("match.any.sync", mask, value); }
+
+// match.all.sync returns {mask, predicate}; the host binding writes it through `result`
+// (laid out as LLVM stores {i32, i1}: the mask, then one byte).
+struct MatchAllResult {
+  uint32_t mask;
+  uint8_t predicate;
+};
+void match_all(const char* op, MatchAllResult* result, uint32_t mask, uint64_t value) {
+  uint32_t all = static_cast<uint32_t>(warp_collective(op, mask, value, [](WarpExchange& w) {
+    bool same = true;
+    uint64_t first = 0;
+    bool seen = false;
+    for (int i = 0; i < 32; ++i)
+      if (w.mask >> i & 1) {
+        if (seen && w.values[i] != first) same = false;
+        first = w.values[i], seen = true;
+      }
+    for (int i = 0; i < 32; ++i) w.results[i] = same ? w.mask : 0;
+  }));
+  *result = {all, static_cast<uint8_t>(all != 0)};
+}
+void match_all_i32(MatchAllResult* r, uint32_t mask, uint32_t value) { match_all("match.all.sync", r, mask, value); }
+void match_all_i64(MatchAllResult* r, uint32_t mask, uint64_t value) { match_all("match.all.sync", r, mask, value); }
+
+template <typename F>
+void* address(F* f) {
+  return reinterpret_cast<void*>(f);
+}
+
+}  // namespace
+
+void add_thread_symbols(codegen::HostSymbols& out) {
+  auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };
+  add("llvm.nvvm.read.ptx.sreg.tid.x", address(tid_x));
+  add("llvm.nvvm.read.ptx.sreg.tid.y", address(zero));
+  add("llvm.nvvm.read.ptx.sreg.tid.z", address(zero));
+  add("llvm.nvvm.read.ptx.sreg.ntid.x", address(ntid_x));
+  add("llvm.nvvm.read.ptx.sreg.ntid.y", address(one));
+  add("llvm.nvvm.read.ptx.sreg.ntid.z", address(one));
+  add("llvm.nvvm.read.ptx.sreg.ctaid.x", address(ctaid_x));
+  add("llvm.nvvm.read.ptx.sreg.ctaid.y", address(ctaid_y));
+  add("llvm.nvvm.read.ptx.sreg.ctaid.z", address(ctaid_z));
+  add("llvm.nvvm.read.ptx.sreg.nctaid.x", address(nctaid_x));
+  add("llvm.nvvm.read.ptx.sreg.nctaid.y", address(nctaid_y));
+  add("llvm.nvvm.read.ptx.sreg.nctaid.z", address(nctaid_z));
+  add("llvm.nvvm.read.ptx.sreg.laneid", address(laneid));
+  add("llvm.nvvm.read.ptx.sreg.warpid", address(warpid));
+  add("llvm.nvvm.read.ptx.sreg.nwarpid", address(nwarpid));
+  add("llvm.nvvm.read.ptx.sreg.warpsize", address(warpsize));
+  add("llvm.nvvm.barrier.cta.sync.aligned.all", address(barrier));
+  add("llvm.nvvm.barrier.cta.sync.all", address(barrier));
+  add("llvm.nvvm.barrier0", address(barrier0));
+  add("llvm.nvvm.shfl.sync.idx.i32", address(shuffle<ShuffleMode::idx>));
+  add("llvm.nvvm.shfl.sync.up.i32", address(shuffle<ShuffleMode::up>));
+  add("llvm.nvvm.shfl.sync.down.i32", address(shuffle<ShuffleMode::down>));
+  add("llvm.nvvm.shfl.sync.bfly.i32", address(shuffle<ShuffleMode::bfly>));
+  add("llvm.nvvm.shfl.sync.idx.f32", address(shuffle_f32<ShuffleMode::idx>));
+  add("llvm.nvvm.shfl.sync.up.f32", address(shuffle_f32<ShuffleMode::up>));
+  add("llvm.nvvm.shfl.sync.down.f32", address(shuffle_f32<ShuffleMode::down>));
+  add("llvm.nvvm.shfl.sync.bfly.f32", address(shuffle_f32<ShuffleMode::bfly>));
+  add("llvm.nvvm.vote.all.sync", address(vote_all));
+  add("llvm.nvvm.vote.any.sync", address(vote_any));
+  add("llvm.nvvm.vote.uni.sync", address(vote_uni));
+  add("llvm.nvvm.vote.ballot.sync", address(vote_ballot));
+  add("llvm.nvvm.match.any.sync.i32", address(match_any_i32));
+  add("llvm.nvvm.match.any.sync.i64", address(match_any_i64));
+  add("llvm.nvvm.match.all.sync.i32p", address(match_all_i32));
+  add("llvm.nvvm.match.all.sync.i64p", address(match_all_i64));
+}
+
+}  // namespace tilejit::emu

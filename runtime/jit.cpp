@@ -1,0 +1,181 @@
+#include "runtime/jit.h"
+
+#include <map>
+#include <mutex>
+
+namespace tilejit {
+namespace {
+
+constexpr size_t kMaxParams = 32;  // two specialization bits each in one 64-bit key
+
+// What one parameter accepts, precomputed from the signature.
+struct ParamCheck {
+  std::string name;
+  bool pointer = false;
+  DType dtype = DType::i32;
+};
+
+std::string type_name(const ParamCheck& p) {
+  return fmt::format("{} {}", dtype_name(p.dtype), p.pointer ? "pointer" : "scalar");
+}
+
+bool accepts(const ParamCheck& p, const KernelArg& a) {
+  using K = KernelArg::Kind;
+  if (p.pointer) return a.kind() == K::untyped_pointer || (a.kind() == K::pointer && a.dtype() == p.dtype);
+  switch (p.dtype) {
+    case DType::i32: return a.kind() == K::i32;
+    case DType::i64: return a.kind() == K::i32 || a.kind() == K::i64;  // widening is exact
+    case DType::f32: return a.kind() == K::f32;
+    default: return false;
+  }
+}
+
+int64_t integer_value(const KernelArg& a) {
+  return a.kind() == KernelArg::Kind::i32 ? static_cast<int32_t>(a.bits()) : static_cast<int64_t>(a.bits());
+}
+
+}  // namespace
+
+std::string KernelArg::describe() const {
+  switch (kind_) {
+    case Kind::pointer: return fmt::format("a {} pointer", dtype_name(dtype_));
+    case Kind::untyped_pointer: return "an untyped pointer";
+    case Kind::i32: return "an i32 scalar";
+    case Kind::i64: return "an i64 scalar";
+    case Kind::f32: return "an f32 scalar";
+  }
+  return "?";
+}
+
+KernelArg KernelArg::pointer(void* device_pointer, DType dtype) {
+  KernelArg a(Kind::pointer, dtype);
+  a.set(device_pointer);
+  return a;
+}
+
+KernelArg KernelArg::untyped(void* device_pointer) {
+  KernelArg a(Kind::untyped_pointer, DType::i8);
+  a.set(device_pointer);
+  return a;
+}
+
+struct BoundKernel::State {
+  std::shared_ptr<const dsl::Kernel> kernel;
+  dsl::Constants constants;
+  std::vector<ParamCheck> params;
+
+  struct Built {
+    Device* device;
+    uint64_t specialization;
+    std::shared_ptr<LoadedKernel> kernel;
+  };
+  mutable std::mutex mutex;
+  mutable std::vector<Built> built;
+
+  void check(std::span<const KernelArg> args) const {
+    if (args.size() != params.size()) {
+      std::string names;
+      for (auto& p : params) names += (names.empty() ? "" : ", ") + p.name;
+      fail("kernel {}: {} argument{} given, it takes {} ({})", kernel->name(), args.size(), args.size() == 1 ? "" : "s",
+           params.size(), names);
+    }
+    for (size_t i = 0; i < args.size(); ++i)
+      if (!accepts(params[i], args[i]))
+        fail("kernel {}: argument {} ('{}') must be {} {}, got {}", kernel->name(), i, params[i].name,
+             params[i].pointer ? "a" : "an", type_name(params[i]), args[i].describe());
+  }
+
+  // Two bits per parameter: pointer aligned to 16 bytes; integer == 1, integer % 16 == 0.
+  uint64_t specialization(std::span<const KernelArg> args) const {
+    uint64_t key = 0;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const KernelArg& a = args[i];
+      if (params[i].pointer) {
+        key |= uint64_t(a.bits() % 16 == 0) << (2 * i);
+      } else if (params[i].dtype != DType::f32) {
+        int64_t v = integer_value(a);
+        key |= uint64_t(v == 1) << (2 * i) | uint64_t(v % 16 == 0) << (2 * i + 1);
+      }
+    }
+    return key;
+  }
+
+  std::vector<ir::ArgFacts> facts(uint64_t key) const {
+    std::vector<ir::ArgFacts> out(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      bool low = key >> (2 * i) & 1, high = key >> (2 * i + 1) & 1;
+      if (params[i].pointer) out[i].aligned_16 = low;
+      else out[i].equals_one = low, out[i].divisible_by_16 = high;
+    }
+    return out;
+  }
+
+  std::shared_ptr<LoadedKernel> get(Device& device, std::span<const KernelArg> args) const {
+    check(args);
+    uint64_t key = specialization(args);
+    {
+      std::lock_guard lock(mutex);
+      for (const Built& b : built)
+        if (b.device == &device && b.specialization == key) return b.kernel;
+    }
+    // Built outside the lock: compiles of other specializations go on in parallel. Two
+    // threads racing for one specialization both build it; the first one stored wins.
+    KernelRequest request{kernel.get(), &constants, facts(key)};
+    std::shared_ptr<LoadedKernel> loaded = device.load(request);
+    std::lock_guard lock(mutex);
+    for (const Built& b : built)
+      if (b.device == &device && b.specialization == key) return b.kernel;
+    built.push_back({&device, key, loaded});
+    return loaded;
+  }
+};
+
+void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<const KernelArg> args) const {
+  Device& device = stream.device();
+  std::shared_ptr<LoadedKernel> k = state_->get(device, args);
+  void* values[kMaxParams];
+  for (size_t i = 0; i < args.size(); ++i) values[i] = const_cast<void*>(args[i].value());
+  device.launch(*k, dims, values, stream);
+}
+
+std::shared_ptr<LoadedKernel> BoundKernel::prepare(Device& device, std::span<const KernelArg> args) const {
+  return state_->get(device, args);
+}
+
+const dsl::Kernel& BoundKernel::kernel() const { return *state_->kernel; }
+const dsl::Constants& BoundKernel::constants() const { return state_->constants; }
+int BoundKernel::builds() const {
+  std::lock_guard lock(state_->mutex);
+  return static_cast<int>(state_->built.size());
+}
+
+struct JitKernel::State {
+  std::shared_ptr<const dsl::Kernel> kernel;
+  std::vector<ParamCheck> params;
+  mutable std::mutex mutex;
+  mutable std::map<std::vector<std::pair<std::string, int64_t>>, std::shared_ptr<BoundKernel::State>> bound;
+};
+
+JitKernel::JitKernel(dsl::Kernel kernel) : state_(std::make_shared<State>()) {
+  if (kernel.params().size() > kMaxParams)
+    fail("kernel {}: {} parameters; the launch API supports up to {}", kernel.name(), kernel.params().size(), kMaxParams);
+  for (const ir::Param& p : kernel.params()) state_->params.push_back({p.name, p.type.pointer, p.type.dtype});
+  state_->kernel = std::make_shared<const dsl::Kernel>(std::move(kernel));
+}
+
+BoundKernel JitKernel::with(const std::vector<std::pair<std::string, int64_t>>& overrides) const {
+  dsl::Constants constants = state_->kernel->constants(overrides);
+  std::lock_guard lock(state_->mutex);
+  auto& slot = state_->bound[constants.values];
+  if (!slot) {
+    slot = std::make_shared<BoundKernel::State>();
+    slot->kernel = state_->kernel;
+    slot->constants = std::move(constants);
+    slot->params = state_->params;
+  }
+  return BoundKernel(slot);
+}
+
+const dsl::Kernel& JitKernel::kernel() const { return *state_->kernel; }
+
+}  // namespace tilejit

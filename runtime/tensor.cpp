@@ -1,0 +1,162 @@
+#include "runtime/tensor.h"
+
+#include <dlpack/dlpack.h>
+
+#include "runtime/jit.h"
+
+namespace tilejit {
+namespace {
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+// DLPack 0.6 has codes for the integer and 16/32-bit float types; the fp8 formats and e8m0
+// came later, so they cross as uint8 tensors by the caller's choice, not silently here.
+DLDataType to_dl(DType d) {
+  switch (d) {
+    case DType::i1: return {kDLUInt, 8, 1};
+    case DType::i8: return {kDLInt, 8, 1};
+    case DType::i32: return {kDLInt, 32, 1};
+    case DType::i64: return {kDLInt, 64, 1};
+    case DType::f16: return {kDLFloat, 16, 1};
+    case DType::bf16: return {kDLBfloat, 16, 1};
+    case DType::f32: return {kDLFloat, 32, 1};
+    default: fail("to_dlpack: {} has no DLPack 0.6 type code", dtype_name(d));
+  }
+}
+
+DType from_dl(DLDataType t) {
+  if (t.lanes != 1) fail("from_dlpack: vector element types ({} lanes) are not supported", t.lanes);
+  if (t.code == kDLInt && t.bits == 8) return DType::i8;
+  if (t.code == kDLInt && t.bits == 32) return DType::i32;
+  if (t.code == kDLInt && t.bits == 64) return DType::i64;
+  if (t.code == kDLFloat && t.bits == 16) return DType::f16;
+  if (t.code == kDLFloat && t.bits == 32) return DType::f32;
+  if (t.code == kDLBfloat && t.bits == 16) return DType::bf16;
+  fail("from_dlpack: DLPack type (code {}, {} bits) has no tilejit dtype", static_cast<int>(t.code), static_cast<int>(t.bits));
+}
+
+Device& device_from_dl(DLDevice d) {
+  if (d.device_type == kDLCUDA) return Device::cuda(d.device_id);
+  if (d.device_type == kDLCPU) return Device::emu();
+  fail("from_dlpack: DLPack device type {} is not supported (CUDA and CPU are)", static_cast<int>(d.device_type));
+}
+
+// What an exported DLManagedTensor owns: the tensor (keeping its memory alive) and the
+// shape and strides arrays DLPack points to.
+struct Exported {
+  Tensor tensor;
+  std::vector<int64_t> shape, strides;
+  DLManagedTensor managed{};
+};
+
+}  // namespace
+
+Tensor Tensor::empty(Device& device, DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  for (int64_t d : shape)
+    if (d < 0) fail("Tensor::empty: negative dimension in shape of {} tensor", dtype_name(dtype));
+  t.device_ = &device;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.strides_ = contiguous_strides(t.shape_);
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(t.bytes(), 1));
+  void* p = device.allocate(bytes);
+  t.data_ = p;
+  t.storage_ = std::shared_ptr<void>(p, [&device](void* q) { device.free(q); });
+  return t;
+}
+
+Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
+  if (!managed) fail("from_dlpack: null DLManagedTensor");
+  // Owns `managed` from here on, also if a check below throws.
+  std::shared_ptr<void> owner(managed, [](void* m) {
+    auto* t = static_cast<DLManagedTensor*>(m);
+    if (t->deleter) t->deleter(t);
+  });
+  const DLTensor& dl = managed->dl_tensor;
+  Tensor t;
+  t.dtype_ = from_dl(dl.dtype);
+  t.device_ = &device_from_dl(dl.device);
+  t.shape_.assign(dl.shape, dl.shape + dl.ndim);
+  t.strides_ = dl.strides ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim) : contiguous_strides(t.shape_);
+  for (int64_t s : t.strides_)
+    if (s < 0) fail("from_dlpack: negative strides are not supported ({})", t.describe());
+  t.data_ = static_cast<char*>(dl.data) + dl.byte_offset;
+  int64_t extent = t.numel() == 0 ? 0 : 1;  // elements from the first to the last one, inclusive
+  for (int i = 0; i < t.rank(); ++i) extent += t.numel() == 0 ? 0 : (t.shape_[i] - 1) * t.strides_[i];
+  Device* device = t.device_;
+  device->add_external_memory(t.data_, static_cast<size_t>(extent * dtype_storage_bytes(t.dtype_)));
+  t.storage_ = std::shared_ptr<void>(t.data_, [device, owner = std::move(owner)](void* data) {
+    device->remove_external_memory(data);
+  });
+  return t;
+}
+
+DLManagedTensor* Tensor::to_dlpack() const {
+  auto* e = new Exported{*this, shape_, strides_, {}};
+  DLTensor& dl = e->managed.dl_tensor;
+  dl.data = data_;
+  dl.device = device_->info().kind == DeviceKind::cuda ? DLDevice{kDLCUDA, device_->info().ordinal} : DLDevice{kDLCPU, 0};
+  dl.ndim = rank();
+  dl.dtype = to_dl(dtype_);
+  dl.shape = e->shape.data();
+  dl.strides = e->strides.data();
+  dl.byte_offset = 0;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = [](DLManagedTensor* m) { delete static_cast<Exported*>(m->manager_ctx); };
+  return &e->managed;
+}
+
+int64_t Tensor::dim(int i) const {
+  int r = rank();
+  if (i < -r || i >= r) fail("dimension {} is out of range for {}", i, describe());
+  return shape_[static_cast<size_t>(i < 0 ? i + r : i)];
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+std::string Tensor::describe() const {
+  std::string dims;
+  for (int64_t d : shape_) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  std::string where = device_ ? device_kind_name(device_->info().kind) : "?";
+  if (device_ && device_->info().kind == DeviceKind::cuda) where += ":" + std::to_string(device_->info().ordinal);
+  return fmt::format("{}[{}] on {}", dtype_name(dtype_), dims, where);
+}
+
+void Tensor::copy_from_host(const void* src, size_t bytes) {
+  if (!is_contiguous()) fail("copy_from_host: {} is not contiguous", describe());
+  if (static_cast<int64_t>(bytes) != this->bytes())
+    fail("copy_from_host: {} bytes given for {} ({} bytes)", bytes, describe(), this->bytes());
+  device_->copy(data_, src, bytes, CopyKind::host_to_device);
+}
+
+void Tensor::copy_to_host(void* dst, size_t bytes) const {
+  if (!is_contiguous()) fail("copy_to_host: {} is not contiguous", describe());
+  if (static_cast<int64_t>(bytes) != this->bytes())
+    fail("copy_to_host: {} bytes asked of {} ({} bytes)", bytes, describe(), this->bytes());
+  device_->copy(dst, data_, bytes, CopyKind::device_to_host);
+}
+
+void Tensor::fill_bytes(uint8_t value) {
+  if (!is_contiguous()) fail("fill_bytes: {} is not contiguous", describe());
+  device_->memset_async(data_, value, static_cast<size_t>(bytes()), device_->default_stream());
+  device_->default_stream().synchronize();
+}
+
+KernelArg::KernelArg(const Tensor& t) : KernelArg(pointer(t.data(), t.dtype())) {}
+
+}  // namespace tilejit

@@ -1,0 +1,67 @@
+// A small tensor: device memory with a dtype, a shape and strides (in elements), shared by
+// copies. Memory from PyTorch, JAX or CuPy comes in through DLPack without a copy and goes
+// out the same way.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dsl/dtype.h"
+#include "runtime/device.h"
+
+struct DLManagedTensor;
+
+namespace tilejit {
+
+class Tensor {
+ public:
+  // A new contiguous (row-major) tensor on `device`; its contents are undefined.
+  static Tensor empty(Device& device, DType dtype, std::vector<int64_t> shape);
+  // Wraps a DLPack tensor without copying; `managed`'s deleter runs when the last copy of
+  // the Tensor goes away. CUDA memory maps to Device::cuda(device_id), CPU memory to the
+  // emulator. Throws for other devices, dtypes tilejit lacks, and negative strides.
+  static Tensor from_dlpack(DLManagedTensor* managed);
+  // A DLPack view of this tensor that keeps its memory alive until the consumer calls the
+  // deleter.
+  DLManagedTensor* to_dlpack() const;
+
+  Device& device() const { return *device_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t dim(int i) const;  // negative counts from the end
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t numel() const;
+  int64_t bytes() const { return numel() * dtype_storage_bytes(dtype_); }
+  bool is_contiguous() const;
+  void* data() const { return data_; }
+  std::string describe() const;  // "f32[128, 64] on cuda:0"
+
+  // Whole-tensor copies for contiguous tensors (synchronous, on the default stream).
+  void copy_from_host(const void* src, size_t bytes);
+  void copy_to_host(void* dst, size_t bytes) const;
+  template <typename T>
+  void copy_from_host(std::span<const T> values) {
+    copy_from_host(values.data(), values.size_bytes());
+  }
+  template <typename T>
+  std::vector<T> to_host() const {
+    std::vector<T> out(static_cast<size_t>(bytes()) / sizeof(T));
+    copy_to_host(out.data(), out.size() * sizeof(T));
+    return out;
+  }
+  void fill_bytes(uint8_t value);
+
+ private:
+  Tensor() = default;
+  std::shared_ptr<void> storage_;  // keeps the memory alive
+  Device* device_ = nullptr;
+  void* data_ = nullptr;
+  DType dtype_ = DType::f32;
+  std::vector<int64_t> shape_, strides_;
+};
+
+}  // namespace tilejit

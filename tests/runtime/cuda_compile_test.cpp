@@ -1,0 +1,468 @@
+// The CUDA side of the runtime. Without a GPU: the two-level kernel cache (a warm start with
+// a new cache object, like a new process, neither traces nor compiles), one entry per
+// specialization, corrupted entries recompiled, each PTX -> cubin tool, binary identities,
+// and the clear error when there is no driver. With a GPU (skipped otherwise): a kernel runs
+// and computes the right numbers, streams and events work, bad launches are clear errors.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/ptxas.h"
+#include "codegen/target.h"
+#include "dsl/error.h"
+#include "dsl/kernel.h"
+#include "runtime/binary_identity.h"
+#include "runtime/cuda/cubin_compiler.h"
+#include "runtime/cuda/cuda_compile.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/driver_api.h"
+#include "runtime/kernel_cache.h"
+
+namespace tilejit {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace tilejit::dsl;
+using cuda::compile_cuda_kernel;
+using cuda::CudaKernelImage;
+
+// How many times add_one's body has been traced in this process (tracing runs on the
+// calling thread, and these tests call from one).
+int traces = 0;
+
+// out[i] = x[i] + 1; counts its traces.
+const Kernel& add_one() {
+  static const Kernel kernel = define_kernel(
+      "tj_test_add_one", {"x", "out", "n"}, {{"BLOCK", 128}},
+      [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
+        ++traces;
+        Tile offs = program_id(0) * c["BLOCK"] + arange(0, c["BLOCK"]);  // (BLOCK)
+        Tile mask = offs < n;
+        store(out + offs, load(x + offs, mask) + 1.0, mask);
+      });
+  return kernel;
+}
+
+// Sets an environment variable for one scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+class CudaCompileTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "tilejit_cuda_compile_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    if (cuda::cubin_tool() == "driver") GTEST_SKIP() << "neither nvJitLink nor ptxas is installed: no cubin to check";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // A new KernelCache on the test's directory: what a new process would see.
+  KernelCache new_cache() const { return KernelCache(CacheOptions{dir_.string(), true}); }
+
+  CudaKernelImage compile(KernelCache& cache, const Constants& constants, const std::vector<ir::ArgFacts>& facts = {},
+                          const std::string& arch = "sm_90a") {
+    KernelRequest request{&add_one(), &constants, facts};
+    return compile_cuda_kernel(request, codegen::find_target(arch), cache);
+  }
+
+  fs::path dir_;
+};
+
+bool is_elf(const std::string& bytes) { return bytes.rfind("\x7f" "ELF", 0) == 0; }
+
+TEST_F(CudaCompileTest, WarmStartNeitherTracesNorCompiles) {
+  Constants constants = add_one().constants();
+  int before = traces;
+  KernelCache cold = new_cache();
+  CudaKernelImage first = compile(cold, constants);
+  EXPECT_EQ(traces, before + 1);
+  EXPECT_EQ(first.report.binary_format, "cubin");
+  EXPECT_TRUE(is_elf(first.cubin));
+  EXPECT_NE(first.ptx.find(".entry tj_test_add_one"), std::string::npos);
+  EXPECT_EQ(first.report.name, "tj_test_add_one");
+  EXPECT_EQ(first.report.arch, "sm_90a");
+  EXPECT_EQ(first.report.num_threads, 128);
+  EXPECT_GE(first.report.registers, 0);
+  EXPECT_GE(first.report.spill_bytes, 0);
+  EXPECT_FALSE(first.report.from_disk_cache);
+
+  KernelCache warm = new_cache();
+  CudaKernelImage second = compile(warm, constants);
+  EXPECT_EQ(traces, before + 1) << "a warm start traced the kernel";
+  EXPECT_TRUE(second.report.from_disk_cache);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.ptx, first.ptx);
+  EXPECT_EQ(second.report.name, first.report.name);
+  EXPECT_EQ(second.report.registers, first.report.registers);
+  EXPECT_EQ(second.report.spill_bytes, first.report.spill_bytes);
+  EXPECT_EQ(second.report.num_threads, first.report.num_threads);
+  EXPECT_EQ(second.report.shared_bytes, first.report.shared_bytes);
+
+  // One launch entry and one image entry, labelled for people.
+  std::vector<std::string> labels;
+  for (auto& entry : warm.list()) labels.push_back(entry.label);
+  std::sort(labels.begin(), labels.end());
+  EXPECT_EQ(labels, (std::vector<std::string>{"tj_test_add_one sm_90a cubin", "tj_test_add_one sm_90a launch"}));
+}
+
+TEST_F(CudaCompileTest, EachSpecializationIsItsOwnEntry) {
+  Constants base = add_one().constants();
+  Constants wide = add_one().constants({{"BLOCK", 256}});
+  std::vector<ir::ArgFacts> aligned = add_one().aligned_facts();
+  struct Case {
+    const char* what;
+    const Constants* constants;
+    std::vector<ir::ArgFacts> facts;
+    const char* arch;
+  };
+  std::vector<Case> cases = {{"base", &base, {}, "sm_90a"},
+                             {"BLOCK=256", &wide, {}, "sm_90a"},
+                             {"aligned facts", &base, aligned, "sm_90a"},
+                             {"sm_80", &base, {}, "sm_80"}};
+  std::vector<std::string> cubins;
+  for (auto& c : cases) {
+    KernelCache cache = new_cache();
+    int before = traces;
+    CudaKernelImage image = compile(cache, *c.constants, c.facts, c.arch);
+    EXPECT_EQ(traces, before + 1) << c.what << " was served another specialization's entry";
+    EXPECT_FALSE(image.report.from_disk_cache) << c.what;
+    EXPECT_EQ(image.report.arch, c.arch) << c.what;
+    // A launch entry and an image entry more: the traced IR differs too.
+    EXPECT_EQ(cache.list().size(), 2 * (cubins.size() + 1)) << c.what;
+    cubins.push_back(image.cubin);
+  }
+
+  // Every one of them is now a warm start.
+  int before = traces;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    KernelCache cache = new_cache();
+    CudaKernelImage image = compile(cache, *cases[i].constants, cases[i].facts, cases[i].arch);
+    EXPECT_TRUE(image.report.from_disk_cache) << cases[i].what;
+    EXPECT_EQ(image.cubin, cubins[i]) << cases[i].what;
+  }
+  EXPECT_EQ(traces, before);
+}
+
+TEST_F(CudaCompileTest, ACorruptedImageIsCompiledAgain) {
+  Constants constants = add_one().constants();
+  KernelCache cold = new_cache();
+  CudaKernelImage original = compile(cold, constants);
+
+  // Replace the image with bytes that are a valid cache entry but not an image.
+  KernelCache tamper = new_cache();
+  int images = 0;
+  for (auto& entry : tamper.list())
+    if (entry.label.ends_with(" cubin")) {
+      tamper.put(entry.key, entry.label, "not a kernel image");
+      ++images;
+    }
+  ASSERT_EQ(images, 1);
+
+  int before = traces;
+  KernelCache after = new_cache();
+  CudaKernelImage recompiled = compile(after, constants);
+  EXPECT_EQ(traces, before + 1);
+  EXPECT_FALSE(recompiled.report.from_disk_cache);
+  EXPECT_EQ(recompiled.cubin, original.cubin);
+
+  // The repaired entry serves the next start without a trace.
+  KernelCache next = new_cache();
+  EXPECT_TRUE(compile(next, constants).report.from_disk_cache);
+  EXPECT_EQ(traces, before + 1);
+}
+
+TEST_F(CudaCompileTest, ACorruptedLaunchEntryTracesAgainButReusesTheImage) {
+  Constants constants = add_one().constants();
+  KernelCache cold = new_cache();
+  CudaKernelImage original = compile(cold, constants);
+
+  KernelCache tamper = new_cache();
+  for (auto& entry : tamper.list())
+    if (entry.label.ends_with(" launch")) tamper.put(entry.key, entry.label, "../../not-a-key");
+
+  int before = traces;
+  KernelCache after = new_cache();
+  CudaKernelImage image = compile(after, constants);
+  EXPECT_EQ(traces, before + 1);  // the launch level missed ...
+  EXPECT_TRUE(image.report.from_disk_cache);  // ... the IR level did not
+  EXPECT_EQ(image.cubin, original.cubin);
+}
+
+TEST_F(CudaCompileTest, EachCubinToolGivesItsOwnEntry) {
+  Constants constants = add_one().constants();
+  std::vector<std::string> tools = {"driver"};
+  if (codegen::find_ptxas()) tools.push_back("ptxas");
+  if (cuda::nvjitlink_load_error().empty()) tools.push_back("nvjitlink");
+  for (auto& tool : tools) {
+    ScopedEnv env("TILEJIT_CUBIN_TOOL", tool.c_str());
+    KernelCache cache = new_cache();
+    int before = traces;
+    CudaKernelImage image = compile(cache, constants);
+    EXPECT_EQ(traces, before + 1) << tool << " was served another tool's entry";
+    if (tool == "driver") {
+      EXPECT_EQ(image.report.binary_format, "ptx");
+      EXPECT_TRUE(image.cubin.empty());
+      EXPECT_EQ(image.report.registers, -1);
+    } else {
+      EXPECT_EQ(image.report.binary_format, "cubin") << tool;
+      EXPECT_TRUE(is_elf(image.cubin)) << tool;
+      EXPECT_GE(image.report.registers, 0) << tool;
+      EXPECT_GE(image.report.spill_bytes, 0) << tool;
+    }
+    KernelCache warm = new_cache();
+    EXPECT_TRUE(compile(warm, constants).report.from_disk_cache) << tool;
+  }
+}
+
+// A small, valid PTX program for the tool tests, from the compiler.
+std::string add_one_ptx() {
+  Constants constants = add_one().constants();
+  ScopedEnv env("TILEJIT_CUBIN_TOOL", "driver");
+  KernelCache memory_only(CacheOptions{"", true});
+  KernelRequest request{&add_one(), &constants, {}};
+  return compile_cuda_kernel(request, codegen::find_target("sm_90a"), memory_only).ptx;
+}
+
+void expect_tool_compiles(const std::string& tool) {
+  cuda::CubinResult result = cuda::compile_cubin(add_one_ptx(), "sm_90a", tool);
+  EXPECT_EQ(result.tool, tool);
+  EXPECT_EQ(result.format, "cubin");
+  EXPECT_TRUE(is_elf(result.bytes));
+  EXPECT_GE(result.registers, 0) << result.log;
+  EXPECT_EQ(result.spill_bytes, 0) << result.log;
+
+  try {
+    cuda::compile_cubin(".version 8.0\n.target sm_90a\n.address_size 64\nthis is not ptx\n", "sm_90a", tool);
+    ADD_FAILURE() << tool << " accepted invalid PTX";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("failed to compile PTX for sm_90a"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CubinCompiler, Ptxas) {
+  if (!codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
+  expect_tool_compiles("ptxas");
+}
+
+TEST(CubinCompiler, NvJitLink) {
+  if (!cuda::nvjitlink_load_error().empty()) GTEST_SKIP() << cuda::nvjitlink_load_error();
+  expect_tool_compiles("nvjitlink");
+}
+
+TEST(CubinCompiler, DriverKeepsThePtx) {
+  std::string ptx = add_one_ptx();
+  cuda::CubinResult result = cuda::compile_cubin(ptx, "sm_90a", "driver");
+  EXPECT_EQ(result.format, "ptx");
+  EXPECT_EQ(result.bytes, ptx);
+  EXPECT_EQ(result.registers, -1);
+}
+
+TEST(CubinCompiler, ToolFromTheEnvironment) {
+  {
+    ScopedEnv env("TILEJIT_CUBIN_TOOL", "ptxas");
+    EXPECT_EQ(cuda::cubin_tool(), "ptxas");
+  }
+  {
+    ScopedEnv env("TILEJIT_CUBIN_TOOL", "nvcc");
+    try {
+      cuda::cubin_tool();
+      ADD_FAILURE() << "an unknown tool was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nvjitlink, ptxas, driver"), std::string::npos) << e.what();
+    }
+  }
+  {
+    ScopedEnv env("TILEJIT_CUBIN_TOOL", "");
+    std::string expected = cuda::nvjitlink_load_error().empty() ? "nvjitlink"
+                           : codegen::find_ptxas()              ? "ptxas"
+                                                                : "driver";
+    EXPECT_EQ(cuda::cubin_tool(), expected);
+  }
+}
+
+void function_in_this_binary() {}
+
+TEST(BinaryIdentity, NamesTheBinaryByItsBuildId) {
+  std::string self = binary_identity(reinterpret_cast<const void*>(&function_in_this_binary));
+  EXPECT_TRUE(self.starts_with("build-id:")) << self;  // Debian's toolchain links with --build-id
+  EXPECT_GT(self.size(), std::string("build-id:").size());
+  EXPECT_EQ(binary_identity(add_one().code_anchor()), self);
+  // Another object (the C library) has another identity.
+  std::string libc = binary_identity(reinterpret_cast<const void*>(&::dlopen));
+  EXPECT_FALSE(libc.empty());
+  EXPECT_NE(libc, self);
+  // Stable across calls (memoized).
+  EXPECT_EQ(binary_identity(reinterpret_cast<const void*>(&function_in_this_binary)), self);
+}
+
+TEST(BinaryIdentity, UnknownAddressesHaveNone) {
+  int on_stack = 0;
+  EXPECT_EQ(binary_identity(nullptr), "");
+  EXPECT_EQ(binary_identity(&on_stack), "");
+  auto on_heap = std::make_unique<int>(0);
+  EXPECT_EQ(binary_identity(on_heap.get()), "");
+  EXPECT_EQ(code_identity(nullptr), "");
+}
+
+TEST(BinaryIdentity, CodeIdentityTellsFunctionsOfOneBinaryApart) {
+  auto here = reinterpret_cast<const void*>(&function_in_this_binary);
+  std::string a = code_identity(here);
+  std::string b = code_identity(add_one().code_anchor());
+  EXPECT_TRUE(a.starts_with(binary_identity(here) + "+0x")) << a;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(code_identity(here), a);
+}
+
+TEST(CudaDriver, WithoutADriverTheErrorIsClear) {
+  if (cuda_driver_available()) {
+    EXPECT_GE(cuda_device_count(), 0);
+    EXPECT_GT(cuda_driver_version(), 0);
+    GTEST_SKIP() << "a CUDA driver is present (version " << cuda_driver_version() << ")";
+  }
+  EXPECT_EQ(cuda_device_count(), 0);
+  EXPECT_EQ(cuda_driver_version(), 0);
+  // The library itself may load with no GPU behind it; then cuInit's failure is the message.
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the outcome is kept: the same error twice
+    try {
+      cuda_device(0);
+      ADD_FAILURE() << "a CUDA device without a driver";
+    } catch (const Error& e) {
+      std::string message = e.what();
+      if (attempt == 0) std::printf("without a driver: %s\n", message.c_str());
+      if (lib) {
+        EXPECT_NE(message.find("CUDA driver: cuInit failed"), std::string::npos) << message;
+      } else {
+        EXPECT_NE(message.find("libcuda.so.1"), std::string::npos) << message;
+        EXPECT_NE(message.find("Device::emu()"), std::string::npos) << message;
+      }
+    }
+  }
+  if (lib) ::dlclose(lib);
+}
+
+// ---- On a GPU ----
+
+class CudaDeviceTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU";
+  }
+};
+
+TEST_F(CudaDeviceTest, InfoDescribesTheGpu) {
+  const DeviceInfo& info = cuda_device(0).info();
+  EXPECT_EQ(info.kind, DeviceKind::cuda);
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GE(info.cc_major, 8);
+  EXPECT_GT(info.sm_count, 0);
+  EXPECT_GE(info.shared_per_block_optin, 48 * 1024);
+  EXPECT_GT(info.l2_bytes, 0);
+  EXPECT_GT(info.memory_bytes, 0);
+  EXPECT_NO_THROW(codegen::find_target(info.arch));
+  EXPECT_EQ(&cuda_device(0), &cuda_device(0));
+  EXPECT_THROW(cuda_device(cuda_device_count()), Error);
+}
+
+TEST_F(CudaDeviceTest, RunsAKernel) {
+  Device& device = cuda_device(0);
+  Constants constants = add_one().constants();
+  KernelRequest request{&add_one(), &constants, add_one().aligned_facts()};
+  auto kernel = device.load(request);
+  EXPECT_EQ(kernel->report().arch, device.info().arch);
+  EXPECT_GE(kernel->report().registers, 0);
+
+  const int n = 1000;  // not a multiple of BLOCK: the mask matters
+  std::vector<float> x(n), out(n, NAN);
+  for (int i = 0; i < n; ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  size_t bytes = n * sizeof(float);
+  void* dx = device.allocate(bytes);
+  void* dout = device.allocate(bytes);
+  device.copy(dx, x.data(), bytes, CopyKind::host_to_device);
+  Stream stream = device.create_stream();
+  device.memset_async(dout, 0xff, bytes, stream);  // NaN everywhere: an unwritten element fails
+  int n_arg = n;
+  void* args[] = {&dx, &dout, &n_arg};
+  Event start = device.create_event(), stop = device.create_event();
+  start.record(stream);
+  device.launch(*kernel, LaunchDims{Dim3{static_cast<uint32_t>((n + 127) / 128), 1, 1}, Dim3{}}, args, stream);
+  stop.record(stream);
+  stop.synchronize();
+  EXPECT_GE(start.elapsed_ms(stop), 0.0f);
+  stream.synchronize();
+  device.copy(out.data(), dout, bytes, CopyKind::device_to_host);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + 1.0f) << "at " << i;
+
+  // Device to device, on the default stream.
+  void* dcopy = device.allocate(bytes);
+  device.copy(dcopy, dout, bytes, CopyKind::device_to_device);
+  std::vector<float> back(n, NAN);
+  device.copy(back.data(), dcopy, bytes, CopyKind::device_to_host);
+  EXPECT_EQ(back, out);
+  device.synchronize();
+  for (void* p : {dx, dout, dcopy}) device.free(p);
+}
+
+TEST_F(CudaDeviceTest, ClusterLaunchOnHopper) {
+  Device& device = cuda_device(0);
+  if (device.info().cc_major < 9) GTEST_SKIP() << "thread-block clusters need compute capability 9.0";
+  Constants constants = add_one().constants();
+  KernelRequest request{&add_one(), &constants, {}};
+  auto kernel = device.load(request);
+  const int n = 4 * 128;
+  size_t bytes = n * sizeof(float);
+  std::vector<float> x(n, 2.0f), out(n, 0.0f);
+  void* dx = device.allocate(bytes);
+  void* dout = device.allocate(bytes);
+  device.copy(dx, x.data(), bytes, CopyKind::host_to_device);
+  int n_arg = n;
+  void* args[] = {&dx, &dout, &n_arg};
+  device.launch(*kernel, LaunchDims{Dim3{4, 1, 1}, Dim3{2, 1, 1}}, args, device.default_stream());
+  device.copy(out.data(), dout, bytes, CopyKind::device_to_host);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 3.0f) << "at " << i;
+  device.free(dx);
+  device.free(dout);
+}
+
+TEST_F(CudaDeviceTest, DriverErrorsNameTheCall) {
+  Device& device = cuda_device(0);
+  try {
+    device.allocate(size_t{1} << 62);
+    ADD_FAILURE() << "allocated 4 EiB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA driver: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tilejit

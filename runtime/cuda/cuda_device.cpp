@@ -120,7 +120,6 @@ class CudaDevice final : public Device {
   explicit CudaDevice(int ordinal);
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
-  ~CudaDevice() override { driver().cuDevicePrimaryCtxRelease(device_); }
 
   void* allocate(size_t bytes) override;
   void free(void* ptr) override;
@@ -145,7 +144,7 @@ class CudaDevice final : public Device {
  private:
   const DriverApi& api_;
   CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
+  CUcontext context_ = nullptr;  // retained for the process: devices are never destroyed
   const codegen::Target* target_ = nullptr;
   Stream default_stream_;  // the legacy default stream (handle 0), which orders with all others
 };
@@ -236,8 +235,7 @@ void CudaDevice::synchronize() {
 void CudaDevice::destroy_stream(void* handle) {
   CUresult r = api_.cuCtxSetCurrent(context_);
   if (r == CUDA_SUCCESS) r = api_.cuStreamDestroy(static_cast<CUstream>(handle));
-  if (r != CUDA_SUCCESS)
-    log::warn("cuStreamDestroy failed: CUresult {}", static_cast<int>(r));
+  if (r != CUDA_SUCCESS) log::warn("cuStreamDestroy failed: CUresult {}", static_cast<int>(r));
 }
 
 void CudaDevice::synchronize_stream(void* handle) {
@@ -248,8 +246,7 @@ void CudaDevice::synchronize_stream(void* handle) {
 void CudaDevice::destroy_event(void* handle) {
   CUresult r = api_.cuCtxSetCurrent(context_);
   if (r == CUDA_SUCCESS) r = api_.cuEventDestroy(static_cast<CUevent>(handle));
-  if (r != CUDA_SUCCESS)
-    log::warn("cuEventDestroy failed: CUresult {}", static_cast<int>(r));
+  if (r != CUDA_SUCCESS) log::warn("cuEventDestroy failed: CUresult {}", static_cast<int>(r));
 }
 
 void CudaDevice::record_event(void* event, void* stream) {
@@ -326,8 +323,8 @@ void CudaDevice::launch(LoadedKernel& kernel, const LaunchDims& dims, void** arg
 
 Device& cuda_device(int ordinal) {
   static std::mutex mutex;
-  // Never destroyed: buffers, streams and kernels in other static objects may outlive any
-  // order of destruction, and the driver unloads its contexts at exit anyway.
+  // Never destroyed: buffers, streams and kernels held by other static objects may be
+  // released during exit in any order, so the devices (and their contexts) outlive them all.
   static auto* devices = new std::map<int, std::unique_ptr<cuda::CudaDevice>>;
   std::lock_guard lock(mutex);
   auto it = devices->find(ordinal);

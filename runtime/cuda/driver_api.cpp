@@ -83,9 +83,10 @@ LoadedDriver load_driver() {
   return out;
 }
 
+// Never destroyed: kernels and streams released during exit still call the driver.
 const LoadedDriver& loaded_driver() {
-  static const LoadedDriver loaded = load_driver();
-  return loaded;
+  static const LoadedDriver* loaded = new LoadedDriver(load_driver());
+  return *loaded;
 }
 
 }  // namespace

@@ -124,6 +124,12 @@ class EmuDevice : public Device {
     return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, symbols_), info_.arch);
   }
 
+  std::shared_ptr<LoadedKernel> load_llvm_ir(const std::string& text, const std::string& name, int threads,
+                                             int64_t dynamic_shared) {
+    return std::make_shared<EmuKernel>(codegen::compile_llvm_text_for_host(text, name, threads, dynamic_shared, symbols_),
+                                       info_.arch);
+  }
+
   void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream&) override {
     auto& k = dynamic_cast<EmuKernel&>(kernel);
     const KernelReport& r = k.report();
@@ -187,11 +193,18 @@ class EmuDevice : public Device {
   int workers_ = 1;
 };
 
-}  // namespace
-
-Device& emu_device() {
+EmuDevice& the_emulator() {
   static EmuDevice device;
   return device;
+}
+
+}  // namespace
+
+Device& emu_device() { return the_emulator(); }
+
+std::shared_ptr<LoadedKernel> emu_load_llvm_ir(const std::string& llvm_ir, const std::string& kernel_name,
+                                               int num_threads, int64_t dynamic_shared_bytes) {
+  return the_emulator().load_llvm_ir(llvm_ir, kernel_name, num_threads, dynamic_shared_bytes);
 }
 
 }  // namespace tilejit

@@ -14,4 +14,10 @@ namespace tilejit {
 
 Device& emu_device();
 
+// A hand-written per-thread kernel in LLVM's text form (see
+// codegen::compile_llvm_text_for_host), loaded on the emulator to launch like any other:
+// lets tests plant bugs the lowering never makes.
+std::shared_ptr<LoadedKernel> emu_load_llvm_ir(const std::string& llvm_ir, const std::string& kernel_name,
+                                               int num_threads, int64_t dynamic_shared_bytes);
+
 }  // namespace tilejit

@@ -15,8 +15,13 @@ struct ParamCheck {
   DType dtype = DType::i32;
 };
 
+// "an f32", "a bf16": dtype names are read letter by letter.
+std::string with_article(std::string_view dtype) {
+  return fmt::format("{} {}", dtype.starts_with('b') ? "a" : "an", dtype);
+}
+
 std::string type_name(const ParamCheck& p) {
-  return fmt::format("{} {}", dtype_name(p.dtype), p.pointer ? "pointer" : "scalar");
+  return fmt::format("{} {}", with_article(dtype_name(p.dtype)), p.pointer ? "pointer" : "scalar");
 }
 
 bool accepts(const ParamCheck& p, const KernelArg& a) {
@@ -38,7 +43,7 @@ int64_t integer_value(const KernelArg& a) {
 
 std::string KernelArg::describe() const {
   switch (kind_) {
-    case Kind::pointer: return fmt::format("a {} pointer", dtype_name(dtype_));
+    case Kind::pointer: return with_article(dtype_name(dtype_)) + " pointer";
     case Kind::untyped_pointer: return "an untyped pointer";
     case Kind::i32: return "an i32 scalar";
     case Kind::i64: return "an i64 scalar";
@@ -81,8 +86,8 @@ struct BoundKernel::State {
     }
     for (size_t i = 0; i < args.size(); ++i)
       if (!accepts(params[i], args[i]))
-        fail("kernel {}: argument {} ('{}') must be {} {}, got {}", kernel->name(), i, params[i].name,
-             params[i].pointer ? "a" : "an", type_name(params[i]), args[i].describe());
+        fail("kernel {}: argument {} ('{}') must be {}, got {}", kernel->name(), i, params[i].name, type_name(params[i]),
+             args[i].describe());
   }
 
   // Two bits per parameter: pointer aligned to 16 bytes; integer == 1, integer % 16 == 0.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -96,8 +97,23 @@ class EmuDevice : public Device {
     std::memmove(dst, src, bytes);
   }
 
-  void add_external_memory(const void* begin, size_t bytes) override { allocations_.add(begin, bytes); }
-  void remove_external_memory(const void* begin) override { allocations_.remove(begin); }
+  // Imports of memory this device allocated (a DLPack round trip) are known already; other
+  // ranges are added while any import of them lives.
+  void add_external_memory(const void* begin, size_t bytes) override {
+    std::lock_guard lock(external_mutex_);
+    External& e = external_[begin];
+    if (e.imports++ == 0 && !allocations_.snapshot().find(reinterpret_cast<uintptr_t>(begin), bytes)) {
+      allocations_.add(begin, bytes);
+      e.added = true;
+    }
+  }
+  void remove_external_memory(const void* begin) override {
+    std::lock_guard lock(external_mutex_);
+    auto it = external_.find(begin);
+    if (it == external_.end() || --it->second.imports > 0) return;
+    if (it->second.added) allocations_.remove(begin);
+    external_.erase(it);
+  }
 
   Stream& default_stream() override { return default_stream_; }
   Stream create_stream() override { return Stream(*this, nullptr, true); }
@@ -190,6 +206,12 @@ class EmuDevice : public Device {
   Stream default_stream_;
   codegen::HostSymbols symbols_;
   emu::AllocationTable allocations_;
+  struct External {
+    int imports = 0;
+    bool added = false;  // whether the allocation table got the range for it
+  };
+  std::mutex external_mutex_;
+  std::map<const void*, External> external_;
   int workers_ = 1;
 };
 

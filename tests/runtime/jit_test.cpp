@@ -1,0 +1,127 @@
+// The launch API on the emulator: argument checking against the kernel's signature,
+// specialization read off the arguments, and warm launches that neither trace nor compile.
+#include <atomic>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/jit.h"
+#include "runtime/tensor.h"
+
+namespace tilejit {
+namespace {
+
+using namespace tilejit::dsl;
+using ::testing::HasSubstr;
+
+std::atomic<int> traces{0};
+
+// out[i] = x[i] * scale for i < n, counting how often it is traced.
+Kernel scale_kernel() {
+  return define_kernel("scale", {"x", "out", "n", "scale"}, {{"BLOCK", 128}},
+                       [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n, Scalar<f32> scale) {
+                         ++traces;
+                         Tile offs = program_id(0) * c["BLOCK"] + arange(0, c["BLOCK"]);
+                         Tile mask = offs < n;
+                         store(out + offs, load(x + offs, mask) * scale, mask);
+                       });
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+struct Buffers {
+  Tensor x = Tensor::empty(Device::emu(), DType::f32, {1000});
+  Tensor out = Tensor::empty(Device::emu(), DType::f32, {1000});
+  Tensor ints = Tensor::empty(Device::emu(), DType::i32, {1000});
+};
+
+TEST(LaunchApi, ChecksArgumentCount) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  EXPECT_THAT(error_of([&] { k.launch(Device::emu().default_stream(), {1}, b.x, b.out, int32_t{10}); }),
+              HasSubstr("kernel scale: 3 arguments given, it takes 4 (x, out, n, scale)"));
+}
+
+TEST(LaunchApi, ChecksPointerElementTypes) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  EXPECT_THAT(error_of([&] { k.launch(Device::emu().default_stream(), {1}, b.ints, b.out, int32_t{10}, 2.0f); }),
+              HasSubstr("kernel scale: argument 0 ('x') must be an f32 pointer, got an i32 pointer"));
+  EXPECT_THAT(error_of([&] {
+                k.launch(Device::emu().default_stream(), {1}, KernelArg::pointer(b.x.data(), DType::bf16), b.out,
+                         int32_t{10}, 2.0f);
+              }),
+              HasSubstr("argument 0 ('x') must be an f32 pointer, got a bf16 pointer"));
+}
+
+TEST(LaunchApi, ChecksScalarTypes) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  EXPECT_THAT(error_of([&] { k.launch(Device::emu().default_stream(), {1}, b.x, b.out, 10.0f, 2.0f); }),
+              HasSubstr("argument 2 ('n') must be an i32 scalar, got an f32 scalar"));
+  EXPECT_THAT(error_of([&] { k.launch(Device::emu().default_stream(), {1}, b.x, b.out, int32_t{10}, int32_t{2}); }),
+              HasSubstr("argument 3 ('scale') must be an f32 scalar, got an i32 scalar"));
+  EXPECT_THAT(error_of([&] { k.launch(Device::emu().default_stream(), {1}, b.x, int32_t{3}, int32_t{10}, 2.0f); }),
+              HasSubstr("argument 1 ('out') must be an f32 pointer, got an i32 scalar"));
+}
+
+TEST(LaunchApi, UnknownConstantIsAnError) {
+  JitKernel k(scale_kernel());
+  EXPECT_THAT(error_of([&] { k.with({{"BLOKC", 64}}); }), HasSubstr("BLOKC"));
+}
+
+TEST(LaunchApi, SpecializesOnArgumentsAndBuildsEachOnce) {
+  JitKernel k(scale_kernel());
+  BoundKernel bound = k.with({{"BLOCK", 64}});
+  Buffers b;
+  Stream& s = Device::emu().default_stream();
+  bound.launch(s, {1}, b.x, b.out, int32_t{64}, 2.0f);   // n % 16 == 0
+  bound.launch(s, {1}, b.x, b.out, int32_t{48}, 2.0f);   // same specialization
+  EXPECT_EQ(bound.builds(), 1);
+  bound.launch(s, {1}, b.x, b.out, int32_t{13}, 2.0f);   // n % 16 != 0
+  EXPECT_EQ(bound.builds(), 2);
+  bound.launch(s, {1}, b.x, b.out, int32_t{1}, 2.0f);    // n == 1
+  EXPECT_EQ(bound.builds(), 3);
+  float* misaligned = static_cast<float*>(b.x.data()) + 1;
+  bound.launch(s, {1}, misaligned, b.out, int32_t{13}, 2.0f);  // x not 16-byte aligned
+  EXPECT_EQ(bound.builds(), 4);
+  // The same overrides give the same bound kernel, builds included.
+  EXPECT_EQ(k.with({{"BLOCK", 64}}).builds(), 4);
+  EXPECT_EQ(k.with({{"BLOCK", 32}}).builds(), 0);
+}
+
+TEST(LaunchApi, WarmLaunchDoesNotTrace) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  Stream& s = Device::emu().default_stream();
+  k.launch(s, {8}, b.x, b.out, int32_t{1000}, 2.0f);
+  int after_first = traces.load();
+  for (int i = 0; i < 5; ++i) k.launch(s, {8}, b.x, b.out, int32_t{999 - 2 * i}, 3.0f);  // same specialization
+  EXPECT_EQ(traces.load(), after_first);
+}
+
+TEST(LaunchApi, SpecializedKernelsComputeTheSameResult) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f - 7.0f;
+  b.x.copy_from_host(std::span<const float>(x));
+  Stream& s = Device::emu().default_stream();
+  for (int32_t n : {1, 16, 999, 1000}) {
+    b.out.fill_bytes(0xff);
+    k.launch(s, {8}, b.x, b.out, n, 1.5f);
+    std::vector<float> got = b.out.to_host<float>();
+    for (int32_t i = 0; i < n; ++i) ASSERT_EQ(got[size_t(i)], x[size_t(i)] * 1.5f) << "n=" << n << " i=" << i;
+    for (int32_t i = n; i < 1000; ++i) ASSERT_TRUE(std::isnan(got[size_t(i)])) << "n=" << n << " i=" << i << " written";
+  }
+}
+
+}  // namespace
+}  // namespace tilejit

@@ -1,0 +1,122 @@
+// Tensors and DLPack: export and import without copies, ownership handed over correctly,
+// host memory from another framework usable by emulated kernels, clear errors otherwise.
+#include <dlpack/dlpack.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/jit.h"
+#include "runtime/tensor.h"
+
+namespace tilejit {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A DLPack tensor over host memory, as a CPU framework would hand it over.
+struct ForeignTensor {
+  std::vector<float> data;
+  std::vector<int64_t> shape;
+  DLManagedTensor managed{};
+  bool* deleted;
+};
+
+DLManagedTensor* make_foreign(std::vector<float> values, std::vector<int64_t> shape, bool* deleted,
+                              DLDataType dtype = {kDLFloat, 32, 1}, DLDeviceType device = kDLCPU) {
+  auto* f = new ForeignTensor{std::move(values), std::move(shape), {}, deleted};
+  f->managed.dl_tensor = {f->data.data(), {device, 0}, static_cast<int>(f->shape.size()), dtype, f->shape.data(), nullptr, 0};
+  f->managed.manager_ctx = f;
+  f->managed.deleter = [](DLManagedTensor* m) {
+    auto* self = static_cast<ForeignTensor*>(m->manager_ctx);
+    *self->deleted = true;
+    delete self;
+  };
+  return &f->managed;
+}
+
+TEST(Tensor, EmptyIsContiguous) {
+  Tensor t = Tensor::empty(Device::emu(), DType::bf16, {3, 4, 5});
+  EXPECT_EQ(t.strides(), (std::vector<int64_t>{20, 5, 1}));
+  EXPECT_EQ(t.numel(), 60);
+  EXPECT_EQ(t.bytes(), 120);
+  EXPECT_EQ(t.dim(-1), 5);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.describe(), "bf16[3, 4, 5] on emu");
+  EXPECT_THAT(error_of([&] { t.dim(3); }), HasSubstr("dimension 3 is out of range for bf16[3, 4, 5] on emu"));
+}
+
+TEST(Tensor, CopiesCheckSizes) {
+  Tensor t = Tensor::empty(Device::emu(), DType::f32, {4});
+  std::vector<float> three(3);
+  EXPECT_THAT(error_of([&] { t.copy_from_host(std::span<const float>(three)); }),
+              HasSubstr("12 bytes given for f32[4] on emu (16 bytes)"));
+}
+
+TEST(Tensor, DlpackRoundTripSharesMemory) {
+  Tensor t = Tensor::empty(Device::emu(), DType::f32, {2, 3});
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  t.copy_from_host(std::span<const float>(v));
+  Tensor back = Tensor::from_dlpack(t.to_dlpack());
+  EXPECT_EQ(back.data(), t.data());
+  EXPECT_EQ(back.shape(), t.shape());
+  EXPECT_EQ(back.strides(), t.strides());
+  EXPECT_EQ(back.dtype(), DType::f32);
+  EXPECT_EQ(back.to_host<float>(), v);
+}
+
+TEST(Tensor, ExportKeepsMemoryAliveUntilTheConsumerDeletes) {
+  DLManagedTensor* exported = nullptr;
+  {
+    Tensor t = Tensor::empty(Device::emu(), DType::i32, {8});
+    std::vector<int32_t> v = {1, 2, 3, 4, 5, 6, 7, 8};
+    t.copy_from_host(std::span<const int32_t>(v));
+    exported = t.to_dlpack();
+  }
+  auto* data = static_cast<int32_t*>(exported->dl_tensor.data);
+  EXPECT_EQ(data[7], 8);  // still allocated: the export owns a reference
+  EXPECT_EQ(exported->dl_tensor.device.device_type, kDLCPU);
+  exported->deleter(exported);
+}
+
+TEST(Tensor, ImportedHostMemoryRunsInTheEmulator) {
+  bool deleted = false;
+  {
+    Tensor x = Tensor::from_dlpack(make_foreign({1, 2, 3, 4, 5}, {5}, &deleted));
+    Tensor out = Tensor::empty(Device::emu(), DType::f32, {5});
+    using namespace tilejit::dsl;
+    JitKernel twice(define_kernel("twice", {"x", "out", "n"}, {{"BLOCK", 8}},
+                                  [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
+                                    Tile offs = arange(0, c["BLOCK"]);
+                                    store(out + offs, load(x + offs, offs < n) * 2.0, offs < n);
+                                  }));
+    twice.launch(Device::emu().default_stream(), {1}, x, out, int32_t{5});
+    EXPECT_EQ(out.to_host<float>(), (std::vector<float>{2, 4, 6, 8, 10}));
+    EXPECT_FALSE(deleted);
+  }
+  EXPECT_TRUE(deleted);  // the producer's deleter ran when the last reference went away
+}
+
+TEST(Tensor, ImportRejectsWhatItCannotRepresent) {
+  bool deleted = false;
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1}, {1}, &deleted, {kDLComplex, 64, 1})); }),
+              HasSubstr("DLPack type (code 5, 64 bits) has no tilejit dtype"));
+  EXPECT_TRUE(deleted);  // a refused import still hands the memory back
+  deleted = false;
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1}, {1}, &deleted, {kDLFloat, 32, 1}, kDLVulkan)); }),
+              HasSubstr("DLPack device type 7 is not supported"));
+  EXPECT_TRUE(deleted);
+  Tensor fp8 = Tensor::empty(Device::emu(), DType::f8e4m3, {4});
+  EXPECT_THAT(error_of([&] { fp8.to_dlpack(); }), HasSubstr("f8e4m3 has no DLPack 0.6 type code"));
+}
+
+}  // namespace
+}  // namespace tilejit

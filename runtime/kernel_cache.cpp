@@ -320,16 +320,17 @@ class DiskStore {
   }
 
   // Writes a temporary file next to the entry and renames it into place, so readers see the
-  // old entry or the new one, never a part of one. False (with a warning) on failure.
-  bool write(const std::string& key, std::string_view label, std::string_view value) const {
+  // old entry or the new one, never a part of one. A failure is a warning: the value stays
+  // in memory for this process.
+  void write(const std::string& key, std::string_view label, std::string_view value) const {
     fs::path path = entry_path(key);
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
+    std::error_code ignored;  // a missing shard directory shows up as the open's error
+    fs::create_directories(path.parent_path(), ignored);
     fs::path temp = temp_path_for(path);
     UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     if (!fd) {
       log::warn("kernel cache: cannot create {}: {}", temp.string(), errno_text());
-      return false;
+      return;
     }
     // No fsync: after a crash a renamed entry may be empty or partial on disk, and then its
     // checksum fails and it is recompiled, which is cheaper than syncing every write.
@@ -339,7 +340,6 @@ class DiskStore {
       log::warn("kernel cache: cannot write {}: {}", path.string(), errno_text());
       ::unlink(temp.c_str());
     }
-    return written;
   }
 
   void record_lookup(bool hit) const { stats_file_.add(hit ? 1 : 0, hit ? 0 : 1); }

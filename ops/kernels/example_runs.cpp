@@ -22,6 +22,7 @@ struct Problem {
   std::mt19937_64 rng;
   Device& device;
   bool small;
+  bool keep_outputs;
 
   Tensor random_f32(std::vector<int64_t> shape, std::vector<float>& host) {
     Tensor t = Tensor::empty(device, DType::f32, std::move(shape));
@@ -41,6 +42,7 @@ struct Problem {
   template <typename T>
   void compare(const Tensor& out, const std::vector<double>& reference) {
     std::vector<T> got = out.to_host<T>();
+    if (keep_outputs) result.outputs.emplace_back(got.begin(), got.end());
     bool ok = got.size() == reference.size();
     for (size_t i = 0; ok && i < got.size(); ++i) {
       double g = static_cast<double>(got[i]), r = reference[i], e = std::fabs(g - r);
@@ -215,7 +217,8 @@ ExampleRun run_example(const std::string& kernel, Device& device, const ExampleO
     jit = &jitted.try_emplace(kernel, example.kernel()).first->second;
   }
   uint64_t seed = options.seed ? options.seed : std::random_device{}();
-  Problem p{{}, std::mt19937_64(seed), device, options.small || device.info().kind == DeviceKind::emu};
+  Problem p{{}, std::mt19937_64(seed), device, options.small || device.info().kind == DeviceKind::emu,
+            options.keep_outputs};
   p.result.kernel = kernel;
   p.result.device = device.info().name;
   p.result.ok = true;

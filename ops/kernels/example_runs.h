@@ -23,12 +23,14 @@ struct ExampleRun {
   double bytes = 0;          // global memory traffic of one launch, at least
   double flops = 0;          // floating-point operations of one launch (GEMM)
   int launches = 0;          // timed launches
+  std::vector<std::vector<double>> outputs;  // every output, when asked for
 };
 
 struct ExampleOptions {
   std::vector<std::pair<std::string, int64_t>> overrides;  // constants, as --set gives them
   uint64_t seed = 0;   // 0: a fresh random seed
   bool small = false;  // the small problem sizes (the default on the emulator)
+  bool keep_outputs = false;
 };
 
 // One line: kernel, ok / WRONG, problem, max error and tolerance, time, rate, device.

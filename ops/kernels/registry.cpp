@@ -15,13 +15,16 @@ const std::vector<RegisteredKernel>& registered_kernels() {
   return kernels;
 }
 
-const RegisteredKernel& find_kernel(const std::string& name) {
+std::vector<std::string> registered_kernel_names() {
   std::vector<std::string> names;
-  for (auto& k : registered_kernels()) {
+  for (auto& k : registered_kernels()) names.push_back(k.kernel.name());
+  return names;
+}
+
+const RegisteredKernel& find_kernel(const std::string& name) {
+  for (auto& k : registered_kernels())
     if (k.kernel.name() == name) return k;
-    names.push_back(k.kernel.name());
-  }
-  fail("no registered kernel '{}' (registered: {})", name, fmt::join(names, ", "));
+  fail("no registered kernel '{}' (registered: {})", name, fmt::join(registered_kernel_names(), ", "));
 }
 
 }  // namespace tilejit::ops

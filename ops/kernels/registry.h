@@ -16,6 +16,7 @@ struct RegisteredKernel {
 
 // Every registered kernel, in a stable order.
 const std::vector<RegisteredKernel>& registered_kernels();
+std::vector<std::string> registered_kernel_names();
 // The kernel called `name`; throws tilejit::Error naming the registered ones otherwise.
 const RegisteredKernel& find_kernel(const std::string& name);
 

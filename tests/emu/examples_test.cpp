@@ -15,13 +15,7 @@ TEST_P(ExampleKernel, MatchesReferenceInEmulator) {
   EXPECT_TRUE(run.ok) << GetParam() << " " << run.problem << ": max error " << run.max_abs_error;
 }
 
-std::vector<std::string> registered_names() {
-  std::vector<std::string> names;
-  for (auto& k : ops::registered_kernels()) names.push_back(k.kernel.name());
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Registered, ExampleKernel, ::testing::ValuesIn(registered_names()),
+INSTANTIATE_TEST_SUITE_P(Registered, ExampleKernel, ::testing::ValuesIn(ops::registered_kernel_names()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

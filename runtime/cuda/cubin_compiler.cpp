@@ -158,13 +158,17 @@ CubinResult compile_with_ptxas(const std::string& ptx, const std::string& arch) 
 
 const std::string& nvjitlink_load_error() { return nvjitlink().error; }
 
+std::string requested_cubin_tool() {
+  const char* forced = std::getenv("TILEJIT_CUBIN_TOOL");
+  if (!forced || !*forced) return "auto";
+  std::string tool = forced;
+  if (tool != "nvjitlink" && tool != "ptxas" && tool != "driver")
+    fail("TILEJIT_CUBIN_TOOL={} is not one of nvjitlink, ptxas, driver", tool);
+  return tool;
+}
+
 std::string cubin_tool() {
-  if (const char* forced = std::getenv("TILEJIT_CUBIN_TOOL"); forced && *forced) {
-    std::string tool = forced;
-    if (tool != "nvjitlink" && tool != "ptxas" && tool != "driver")
-      fail("TILEJIT_CUBIN_TOOL={} is not one of nvjitlink, ptxas, driver", tool);
-    return tool;
-  }
+  if (std::string tool = requested_cubin_tool(); tool != "auto") return tool;
   if (nvjitlink().ok) return "nvjitlink";
   if (codegen::find_ptxas()) return "ptxas";
   return "driver";

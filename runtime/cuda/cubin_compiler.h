@@ -17,6 +17,10 @@ struct CubinResult {
   std::string tool;      // "nvjitlink", "ptxas" or "driver"
 };
 
+// TILEJIT_CUBIN_TOOL, or "auto" when it is not set; cheap (no library is loaded), so cache
+// keys use it: the tools "auto" picks make interchangeable binaries.
+std::string requested_cubin_tool();
+
 // The tool compile_cubin uses when asked for `auto`: TILEJIT_CUBIN_TOOL, else the first of
 // nvjitlink, ptxas, driver that is available. Throws tilejit::Error for an unknown name.
 std::string cubin_tool();

@@ -150,7 +150,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
   TJ_CHECK(request.kernel && request.constants);
   const dsl::Kernel& kernel = *request.kernel;
   const codegen::CompileOptions options;
-  const std::string tool = cubin_tool();
+  const std::string tool = requested_cubin_tool();  // resolved only when a compile is needed
   const std::string option_text = fmt::format("O{}", options.opt_level);
   const std::string llvm = codegen::llvm_version();
 
@@ -177,7 +177,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
   std::optional<CudaKernelImage> image;
   if (ir_key != missed_ir_key) image = find_image(cache, ir_key);
   if (!image) {
-    image = build_image(*fn, target, options, tool);
+    image = build_image(*fn, target, options, cubin_tool());
     cache.put(ir_key, fmt::format("{} {} {}", kernel.name(), target.arch, image->report.binary_format),
               serialize(*image));
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tilejit command line: every listed kernel's `emit` output in every format, PTX
-# assembled by ptxas for sm_80 and sm_90a when the toolkit is installed, and clear errors.
+# assembled by ptxas for sm_80 and sm_90a when the toolkit is installed, every kernel run in
+# the emulator, info, the cache commands, and clear errors.
 set -euo pipefail
 tilejit="$1"
 ptxas="${CUDA_HOME:-/usr/local/cuda}/bin/ptxas"
@@ -35,6 +36,24 @@ check "unknown kernel exits non-zero" bash -c "! '$tilejit' emit nope"
 check "unknown constant" bash -c "'$tilejit' emit gemm --set NOPE=1 2>&1 | grep -q \"unknown constant 'NOPE'\""
 check "bad value" bash -c "'$tilejit' emit gemm --set BLOCK_M=x 2>&1 | grep -q 'is not an integer'"
 check "unknown arch" bash -c "'$tilejit' emit gemm --arch sm_12 2>&1 | grep -q \"unknown target architecture 'sm_12'\""
+# Running kernels: every listed kernel in the emulator, checked against its reference.
+for k in $kernels; do
+  check "$k run emu" bash -c "'$tilejit' run $k --device emu | grep -E '^$k +ok '"
+done
+check "run with --set" bash -c "'$tilejit' run gemm --device emu --set BLOCK_M=32 --set num_warps=2 | grep -q ' ok '"
+check "run unknown kernel" bash -c "'$tilejit' run nope --device emu 2>&1 | grep -q \"no example run for kernel 'nope'\""
+check "run unknown device" bash -c "'$tilejit' run gemm --device tpu 2>&1 | grep -q \"unknown device 'tpu'\""
+check "info" bash -c "'$tilejit' info | grep -q 'tilejit emulator'"
+if "$tilejit" info | grep -q "no GPU"; then
+  check "run on a missing GPU fails clearly" bash -c "! '$tilejit' run vector_add --device cuda 2>$work/err && grep -q 'libcuda.so.1' $work/err"
+fi
+
+# The kernel cache commands, on a cache of their own.
+export TILEJIT_CACHE_DIR="$work/cache"
+check "cache stats" bash -c "'$tilejit' cache stats | grep -q 'entries'"
+check "cache ls" "$tilejit" cache ls
+check "cache clear" bash -c "'$tilejit' cache clear | grep -q 'removed 0 entries'"
+check "info names the cache" bash -c "'$tilejit' info | grep -q '$work/cache'"
 [ -x "$ptxas" ] || echo "ptxas not installed: PTX checked for its target line only"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

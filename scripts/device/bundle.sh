@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Bundles a build for the GPU machine (see GPU.md beside the project): the test, bench and
+# tool binaries, stripped, into .device/bin, and the Debian packages of every shared library
+# they need beyond glibc and libstdc++ into .device/debs (the GPU machine has none of them).
+# Run after ./scripts/setup.sh; then scripts/device/run_gpu.sh runs on the GPU machine.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+binaries=(build/tests/gpu/test_gpu build/tests/emu/test_emu build/tests/runtime/test_runtime
+          build/bench/runtime_bench build/bench/compile_bench build/tools/tilejit build/examples/demo)
+rm -rf .device/bin && mkdir -p .device/bin .device/debs
+for b in "${binaries[@]}"; do
+  cp "$b" .device/bin/ && strip .device/bin/"$(basename "$b")"
+done
+# The packages owning the libraries the binaries load, except what every Linux has.
+libraries=$(ldd .device/bin/* | awk '/=> \// {print $3}' | sort -u |
+            grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|ld-linux-x86-64|libpthread|libdl|librt)\.so')
+packages=$(for l in $libraries; do dpkg -S "$(readlink -f "$l")" 2>/dev/null || dpkg -S "$l"; done | cut -d: -f1 | sort -u)
+(cd .device/debs && rm -f ./*.deb && apt-get download $packages >/dev/null)
+du -sh .device/bin .device/debs

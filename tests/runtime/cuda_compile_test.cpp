@@ -1,8 +1,8 @@
 // The CUDA side of the runtime. Without a GPU: the two-level kernel cache (a warm start with
 // a new cache object, like a new process, neither traces nor compiles), one entry per
 // specialization, corrupted entries recompiled, each PTX -> cubin tool, binary identities,
-// and the clear error when there is no driver. With a GPU (skipped otherwise): a kernel runs
-// and computes the right numbers, streams and events work, bad launches are clear errors.
+// and the clear error when there is no driver. The CUDA device itself is tested on a GPU in
+// tests/gpu/cuda_device_test.cpp.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -367,101 +367,6 @@ TEST(CudaDriver, WithoutADriverTheErrorIsClear) {
     }
   }
   if (lib) ::dlclose(lib);
-}
-
-// ---- On a GPU ----
-
-class CudaDeviceTest : public testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU";
-  }
-};
-
-TEST_F(CudaDeviceTest, InfoDescribesTheGpu) {
-  const DeviceInfo& info = cuda_device(0).info();
-  EXPECT_EQ(info.kind, DeviceKind::cuda);
-  EXPECT_FALSE(info.name.empty());
-  EXPECT_GE(info.cc_major, 8);
-  EXPECT_GT(info.sm_count, 0);
-  EXPECT_GE(info.shared_per_block_optin, 48 * 1024);
-  EXPECT_GT(info.l2_bytes, 0);
-  EXPECT_GT(info.memory_bytes, 0);
-  EXPECT_NO_THROW(codegen::find_target(info.arch));
-  EXPECT_EQ(&cuda_device(0), &cuda_device(0));
-  EXPECT_THROW(cuda_device(cuda_device_count()), Error);
-}
-
-TEST_F(CudaDeviceTest, RunsAKernel) {
-  Device& device = cuda_device(0);
-  Constants constants = add_one().constants();
-  KernelRequest request{&add_one(), &constants, add_one().aligned_facts()};
-  auto kernel = device.load(request);
-  EXPECT_EQ(kernel->report().arch, device.info().arch);
-  EXPECT_GE(kernel->report().registers, 0);
-
-  const int n = 1000;  // not a multiple of BLOCK: the mask matters
-  std::vector<float> x(n), out(n, NAN);
-  for (int i = 0; i < n; ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
-  size_t bytes = n * sizeof(float);
-  void* dx = device.allocate(bytes);
-  void* dout = device.allocate(bytes);
-  device.copy(dx, x.data(), bytes, CopyKind::host_to_device);
-  Stream stream = device.create_stream();
-  device.memset_async(dout, 0xff, bytes, stream);  // NaN everywhere: an unwritten element fails
-  int n_arg = n;
-  void* args[] = {&dx, &dout, &n_arg};
-  Event start = device.create_event(), stop = device.create_event();
-  start.record(stream);
-  device.launch(*kernel, LaunchDims{Dim3{static_cast<uint32_t>((n + 127) / 128), 1, 1}, Dim3{}}, args, stream);
-  stop.record(stream);
-  stop.synchronize();
-  EXPECT_GE(start.elapsed_ms(stop), 0.0f);
-  stream.synchronize();
-  device.copy(out.data(), dout, bytes, CopyKind::device_to_host);
-  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + 1.0f) << "at " << i;
-
-  // Device to device, on the default stream.
-  void* dcopy = device.allocate(bytes);
-  device.copy(dcopy, dout, bytes, CopyKind::device_to_device);
-  std::vector<float> back(n, NAN);
-  device.copy(back.data(), dcopy, bytes, CopyKind::device_to_host);
-  EXPECT_EQ(back, out);
-  device.synchronize();
-  for (void* p : {dx, dout, dcopy}) device.free(p);
-}
-
-TEST_F(CudaDeviceTest, ClusterLaunchOnHopper) {
-  Device& device = cuda_device(0);
-  if (device.info().cc_major < 9) GTEST_SKIP() << "thread-block clusters need compute capability 9.0";
-  Constants constants = add_one().constants();
-  KernelRequest request{&add_one(), &constants, {}};
-  auto kernel = device.load(request);
-  const int n = 4 * 128;
-  size_t bytes = n * sizeof(float);
-  std::vector<float> x(n, 2.0f), out(n, 0.0f);
-  void* dx = device.allocate(bytes);
-  void* dout = device.allocate(bytes);
-  device.copy(dx, x.data(), bytes, CopyKind::host_to_device);
-  int n_arg = n;
-  void* args[] = {&dx, &dout, &n_arg};
-  device.launch(*kernel, LaunchDims{Dim3{4, 1, 1}, Dim3{2, 1, 1}}, args, device.default_stream());
-  device.copy(out.data(), dout, bytes, CopyKind::device_to_host);
-  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 3.0f) << "at " << i;
-  device.free(dx);
-  device.free(dout);
-}
-
-TEST_F(CudaDeviceTest, DriverErrorsNameTheCall) {
-  Device& device = cuda_device(0);
-  try {
-    device.allocate(size_t{1} << 62);
-    ADD_FAILURE() << "allocated 4 EiB";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CUDA driver: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"),
-              std::string::npos)
-        << e.what();
-  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "runtime/emu/emu_device.h"
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
+#include "tests/error_message.h"
 
 namespace tilejit {
 namespace {
@@ -31,14 +32,7 @@ void launch_ir(const std::string& body, const std::string& name, int threads, in
   Device::emu().launch(*kernel, LaunchDims{{1, 1, 1}, {}}, args, Device::emu().default_stream());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing_util::error_of;
 
 class RaceCheck {
  public:

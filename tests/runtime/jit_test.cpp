@@ -7,6 +7,7 @@
 
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
+#include "tests/error_message.h"
 
 namespace tilejit {
 namespace {
@@ -27,14 +28,7 @@ Kernel scale_kernel() {
                        });
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing_util::error_of;
 
 struct Buffers {
   Tensor x = Tensor::empty(Device::emu(), DType::f32, {1000});

@@ -7,20 +7,14 @@
 
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
+#include "tests/error_message.h"
 
 namespace tilejit {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing_util::error_of;
 
 // A DLPack tensor over host memory, as a CPU framework would hand it over.
 struct ForeignTensor {

@@ -146,20 +146,22 @@ CudaKernelImage build_image(const ir::Function& fn, const codegen::Target& targe
 
 }  // namespace
 
-CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache) {
+ToolchainVersions ToolchainVersions::current() { return {tilejit_version(), codegen::llvm_version()}; }
+
+CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
+                                    const ToolchainVersions& versions) {
   TJ_CHECK(request.kernel && request.constants);
   const dsl::Kernel& kernel = *request.kernel;
   const codegen::CompileOptions options;
   const std::string tool = requested_cubin_tool();  // resolved only when a compile is needed
   const std::string option_text = fmt::format("O{}", options.opt_level);
-  const std::string llvm = codegen::llvm_version();
 
   std::string launch_key;
   std::string missed_ir_key;  // an IR key the launch level pointed at that held no image
   if (std::string code = code_identity(kernel.code_anchor()); !code.empty()) {
     launch_key = cache_key({"launch", code, kernel.name(), constants_string(*request.constants),
                             facts_string(kernel, request.facts), target.arch, target.ptx_feature, option_text,
-                            tilejit_version(), llvm, tool});
+                            versions.tilejit, versions.llvm, tool});
     if (auto ir_key = cache.get(launch_key)) {
       // The value names another entry; anything but a key is treated as a miss.
       if (is_cache_key(**ir_key)) {
@@ -173,7 +175,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
 
   auto fn = kernel.trace(*request.constants, request.facts);
   std::string ir_key = cache_key(
-      {"kernel", fn->str(), target.arch, target.ptx_feature, option_text, tilejit_version(), llvm, tool});
+      {"kernel", fn->str(), target.arch, target.ptx_feature, option_text, versions.tilejit, versions.llvm, tool});
   std::optional<CudaKernelImage> image;
   if (ir_key != missed_ir_key) image = find_image(cache, ir_key);
   if (!image) {

@@ -26,6 +26,14 @@ struct CudaKernelImage {
   std::string cubin;    // empty when the driver must JIT-compile the PTX at load
 };
 
-CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache);
+// The versions every cache key names, so that another tilejit or LLVM never reads this one's
+// entries. Tests pass others to check exactly that.
+struct ToolchainVersions {
+  std::string tilejit, llvm;
+  static ToolchainVersions current();
+};
+
+CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
+                                    const ToolchainVersions& versions = ToolchainVersions::current());
 
 }  // namespace tilejit::cuda

@@ -133,6 +133,27 @@ TEST_F(CudaCompileTest, WarmStartNeitherTracesNorCompiles) {
   EXPECT_EQ(labels, (std::vector<std::string>{"tj_test_add_one sm_90a cubin", "tj_test_add_one sm_90a launch"}));
 }
 
+// Entries written by another tilejit or LLVM version are never read: a version change
+// traces and compiles again, and each version finds its own entries.
+TEST_F(CudaCompileTest, AnotherVersionNeverReadsTheseEntries) {
+  Constants constants = add_one().constants();
+  KernelRequest request{&add_one(), &constants, {}};
+  const codegen::Target& target = codegen::find_target("sm_90a");
+  cuda::ToolchainVersions now = cuda::ToolchainVersions::current();
+  cuda::ToolchainVersions next_tilejit{now.tilejit + ".next", now.llvm}, next_llvm{now.tilejit, now.llvm + ".next"};
+  KernelCache cache = new_cache();
+  compile_cuda_kernel(request, target, cache, now);
+  for (const auto& other : {next_tilejit, next_llvm}) {
+    int before = traces;
+    KernelCache fresh = new_cache();
+    EXPECT_FALSE(compile_cuda_kernel(request, target, fresh, other).report.from_disk_cache);
+    EXPECT_EQ(traces, before + 1) << "another version reused an entry";
+  }
+  KernelCache again = new_cache();
+  for (const auto& version : {now, next_tilejit, next_llvm})
+    EXPECT_TRUE(compile_cuda_kernel(request, target, again, version).report.from_disk_cache);
+}
+
 TEST_F(CudaCompileTest, EachSpecializationIsItsOwnEntry) {
   Constants base = add_one().constants();
   Constants wide = add_one().constants({{"BLOCK", 256}});

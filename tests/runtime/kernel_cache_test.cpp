@@ -323,13 +323,30 @@ TEST_F(KernelCacheTest, ReadOnlyDirectoryFallsBackToMemory) {
   fs::create_directory(dir);
   fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                            fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
-  if (::access(dir.c_str(), W_OK) == 0) {
-    fs::permissions(dir, fs::perms::owner_all);
-    GTEST_SKIP() << "running as root (or with CAP_DAC_OVERRIDE): a 0555 directory is still writable";
+  if (::access(dir.c_str(), W_OK) != 0) {
+    KernelCache cache({dir.string(), true});
+    expect_memory_only_works(cache);
+    EXPECT_TRUE(fs::is_empty(dir));
+    return;
   }
-  KernelCache cache({dir.string(), true});
-  expect_memory_only_works(cache);
-  EXPECT_TRUE(fs::is_empty(dir));
+  // Root may write a 0555 directory: check as the unprivileged user `nobody` in a child.
+  if (::geteuid() != 0) GTEST_SKIP() << "a 0555 directory is writable here (CAP_DAC_OVERRIDE without root)";
+  fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    constexpr uid_t kNobody = 65534;
+    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(3);
+    if (::access(dir.c_str(), W_OK) == 0) ::_exit(4);
+    KernelCache cache({dir.string(), true});
+    expect_memory_only_works(cache);
+    ::_exit(!HasFailure() && fs::is_empty(dir) ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the cache misbehaved, 3: could not become nobody, 4: still writable";
 }
 
 TEST_F(KernelCacheTest, DirectoryUnderARegularFileFallsBackToMemory) {

@@ -203,6 +203,26 @@ void instrument_accesses(llvm::Module& m) {
   }
 }
 
+// An integer wider than bf16's 8 significant bits converts to bf16 in one rounding on the GPU
+// (cvt.rn.bf16.s32); the x86 backend goes through f32 and rounds twice. Such conversions call
+// the runtime's exact one instead.
+void convert_integers_to_bf16_exactly(llvm::Module& m) {
+  std::vector<llvm::SIToFPInst*> conversions;
+  for (llvm::Function& f : m)
+    for (llvm::Instruction& inst : llvm::instructions(f))
+      if (auto* c = llvm::dyn_cast<llvm::SIToFPInst>(&inst))
+        if (c->getType()->isBFloatTy() && c->getSrcTy()->getIntegerBitWidth() > 8) conversions.push_back(c);
+  if (conversions.empty()) return;
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::FunctionCallee exact = m.getOrInsertFunction(
+      kHostIntToBf16, llvm::FunctionType::get(llvm::Type::getBFloatTy(ctx), {llvm::Type::getInt64Ty(ctx)}, false));
+  for (llvm::SIToFPInst* c : conversions) {
+    llvm::IRBuilder<> b(c);
+    c->replaceAllUsesWith(b.CreateCall(exact, {b.CreateSExt(c->getOperand(0), b.getInt64Ty())}));
+    c->eraseFromParent();
+  }
+}
+
 class JitHostKernel : public HostKernel {
  public:
   JitHostKernel(std::unique_ptr<llvm::orc::LLJIT> jit, std::string name, int threads, int64_t shared, std::string ir)
@@ -225,6 +245,10 @@ std::unique_ptr<HostKernel> finalise_and_jit(std::unique_ptr<llvm::LLVMContext> 
                                              const HostSymbols& symbols, const HostCompileOptions& options) {
   initialize_host_target();
   auto builder = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
+  // The host's bf16 instructions flush subnormals and quiet NaNs, which the GPU does not;
+  // without them LLVM calls __truncsfbf2, which the runtime implements as the GPU rounds.
+  builder.getFeatures().AddFeature("avx512bf16", false);
+  builder.getFeatures().AddFeature("avxneconvert", false);
   auto tm = take(builder.createTargetMachine(), "creating the host target machine");
 
   llvm::Function* kernel = m->getFunction(kernel_name);
@@ -237,10 +261,11 @@ std::unique_ptr<HostKernel> finalise_and_jit(std::unique_ptr<llvm::LLVMContext> 
 
   std::set<std::string> provided;
   for (auto& [name, address] : symbols) provided.insert(name);
-  for (const char* required : {kHostSharedBase, kHostCheckGlobal, kHostCheckShared})
+  for (const char* required : {kHostSharedBase, kHostCheckGlobal, kHostCheckShared, kHostIntToBf16})
     if (!provided.count(required)) fail("tilejit internal error: emulator runtime lacks {} (has {})", required, symbol_list(provided));
   int64_t shared_bytes = place_shared_variables(*m, dynamic_shared_bytes);
   bind_gpu_operations(*m, kernel_name, provided);
+  convert_integers_to_bf16_exactly(*m);
   add_entry(*m, kernel);
   verify_module(*m, "emulator module of kernel " + kernel_name);
   optimize_module(*m, *tm, 2, /*vectorize=*/false);

@@ -30,6 +30,7 @@ enum HostAccessFlags : uint32_t { kAccessWrite = 1, kAccessAtomic = 2 };
 inline constexpr const char* kHostSharedBase = "tilejit_emu_shared_base";   // () -> ptr addrspace(3)
 inline constexpr const char* kHostCheckGlobal = "tilejit_emu_check_global"; // (ptr, i64, i32)
 inline constexpr const char* kHostCheckShared = "tilejit_emu_check_shared"; // (ptr, i64, i32)
+inline constexpr const char* kHostIntToBf16 = "tilejit_emu_i64_to_bf16";    // (i64) -> bfloat, one rounding
 inline constexpr const char* kHostIntrinsicPrefix = "tilejit_emu_";
 
 // The runtime name an NVVM intrinsic binds to: "llvm.nvvm.shfl.sync.bfly.i32" ->

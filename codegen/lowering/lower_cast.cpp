@@ -99,8 +99,13 @@ llvm::Value* f32_to_e8m0(Lowering& L, llvm::Value* x) {
   llvm::Value* bits = bits_of(L, x);
   llvm::Value* exp = B.CreateAnd(B.CreateLShr(bits, 23), 0xff);
   llvm::Value* mant = B.CreateAnd(bits, 0x7fffff);
-  llvm::Value* tie = B.CreateICmpEQ(mant, B.getInt32(0x400000));
-  llvm::Value* up = B.CreateOr(B.CreateICmpUGT(mant, B.getInt32(0x400000)),
+  // Between 2^e and 2^(e+1) the midpoint is 1.5 * 2^e (mantissa 0x400000); a subnormal
+  // 0.m * 2^-126 lies between 2^-127 (code 0) and 2^-126, whose midpoint is mantissa 0x600000.
+  llvm::Value* subnormal = B.CreateICmpEQ(exp, B.getInt32(0));
+  llvm::Value* midpoint = B.CreateSelect(subnormal, B.getInt32(0x600000), B.getInt32(0x400000));
+  llvm::Value* tie = B.CreateICmpEQ(mant, midpoint);
+  // Ties go to the even code: up from an odd exponent field; never up from code 0.
+  llvm::Value* up = B.CreateOr(B.CreateICmpUGT(mant, midpoint),
                                B.CreateAnd(tie, B.CreateICmpEQ(B.CreateAnd(exp, 1), B.getInt32(1))));
   llvm::Value* code = B.CreateAdd(exp, B.CreateZExt(up, B.getInt32Ty()));
   code = L.call_intrinsic(llvm::Intrinsic::umin, {B.getInt32Ty()}, {code, B.getInt32(0xff)});
@@ -108,6 +113,24 @@ llvm::Value* f32_to_e8m0(Lowering& L, llvm::Value* x) {
   invalid = B.CreateOr(invalid, B.CreateICmpEQ(exp, B.getInt32(0xff)));
   code = B.CreateSelect(invalid, B.getInt32(0xff), code);
   return B.CreateTrunc(code, B.getInt8Ty());
+}
+
+// An integer to the nearest power of two, ties to the even code, computed on the integer
+// itself: going through f32 would round twice (a value just above a midpoint can round onto it).
+llvm::Value* int_to_e8m0(Lowering& L, llvm::Value* x) {
+  auto& B = L.b;
+  llvm::Value* v = B.CreateSExt(x, B.getInt64Ty());
+  llvm::Value* positive = B.CreateICmpSGT(v, B.getInt64(0));
+  llvm::Value* top = B.CreateSub(B.getInt64(63), L.call_intrinsic(llvm::Intrinsic::ctlz, {B.getInt64Ty()}, {v, B.getTrue()}));
+  llvm::Value* power = B.CreateShl(B.getInt64(1), top);                          // 2^top <= v
+  llvm::Value* rest = B.CreateSub(v, power);
+  llvm::Value* half = B.CreateLShr(power, 1);                                    // the midpoint's offset
+  llvm::Value* code = B.CreateAdd(B.CreateTrunc(top, B.getInt32Ty()), B.getInt32(127));
+  llvm::Value* tie = B.CreateAnd(B.CreateICmpEQ(rest, half), B.CreateICmpNE(half, B.getInt64(0)));
+  llvm::Value* up = B.CreateOr(B.CreateICmpUGT(rest, half),
+                               B.CreateAnd(tie, B.CreateICmpEQ(B.CreateAnd(code, 1), B.getInt32(1))));
+  code = B.CreateAdd(code, B.CreateZExt(up, B.getInt32Ty()));
+  return B.CreateTrunc(B.CreateSelect(positive, code, B.getInt32(0xff)), B.getInt8Ty());  // <= 0: NaN
 }
 
 bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
@@ -122,6 +145,7 @@ llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool s
   if (is_fp8(from)) return emit_cast(L, fp8_to_f32(L, x, from), DType::f32, to, saturate);
   if (from == DType::e8m0) return emit_cast(L, e8m0_to_f32(L, x), DType::f32, to, saturate);
   if (is_fp8(to)) return f32_to_fp8(L, emit_cast(L, x, from, DType::f32, false), to, saturate);
+  if (to == DType::e8m0 && is_integer(from) && from != DType::i1) return int_to_e8m0(L, x);
   if (to == DType::e8m0) return f32_to_e8m0(L, emit_cast(L, x, from, DType::f32, false));
 
   if (from == DType::i1) return is_float(to) ? B.CreateUIToFP(x, target) : B.CreateZExt(x, target);

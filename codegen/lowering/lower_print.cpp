@@ -33,6 +33,7 @@ void Lowering::lower_print(const ir::Op& op) {
         for (llvm::Value* c : coords(layout, static_cast<int>(r))) args.push_back(c);
       llvm::Value* value = regs[r];
       if (as_float) value = b.CreateFPExt(emit_cast(*this, value, d, DType::f32, false), b.getDoubleTy());
+      else if (d == DType::i1 && !v->type.pointer) value = b.CreateZExt(value, b.getInt32Ty());  // true prints 1
       else if (!v->type.pointer && d != DType::i64) value = b.CreateSExtOrTrunc(value, b.getInt32Ty());
       args.push_back(value);
       std::vector<llvm::Type*> fields;

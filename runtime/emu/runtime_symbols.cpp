@@ -8,6 +8,7 @@ codegen::HostSymbols runtime_symbols() {
   add_memory_symbols(out);
   add_math_symbols(out);
   add_printf_symbols(out);
+  add_bf16_symbols(out);
   return out;
 }
 

@@ -12,5 +12,6 @@ void add_thread_symbols(codegen::HostSymbols& out);  // special registers, barri
 void add_memory_symbols(codegen::HostSymbols& out);  // shared base, access checks, race detector
 void add_math_symbols(codegen::HostSymbols& out);    // libdevice's __nv_* functions
 void add_printf_symbols(codegen::HostSymbols& out);  // vprintf
+void add_bf16_symbols(codegen::HostSymbols& out);    // bf16 conversions as the GPU rounds them
 
 }  // namespace tilejit::emu

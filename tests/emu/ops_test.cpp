@@ -166,19 +166,11 @@ JitKernel& shape_kernel() {
   return k;
 }
 
-// bf16 values the emulator cannot yet move bit-exactly (see DISABLED_Bf16KeepsSubnormalsAndNaNBits):
-// subnormals and signalling NaNs. Data-movement tests draw around them.
-bool bf16_exotic(uint64_t bits) {
-  uint64_t exp = (bits >> 7) & 0xff, mant = bits & 0x7f;
-  return (exp == 0 && mant != 0) || (exp == 0xff && mant != 0 && !(mant & 0x40));
-}
-
 Host random_bits_host(DType d, size_t n, Rng& rng) {
   Host h(d, n);
   for (size_t i = 0; i < n; ++i) {
     uint64_t b;
-    do b = d == DType::i1 ? uint64_t(rng.coin()) : rng.bits();
-    while (d == DType::bf16 && bf16_exotic(b & 0xffff));
+    b = d == DType::i1 ? uint64_t(rng.coin()) : rng.bits();
     h.set_raw(i, b);
   }
   return h;
@@ -1119,19 +1111,6 @@ Host cast_inputs(DType d, Rng& rng) {
   return h;
 }
 
-// Casts that hit a known, reported bug, each reproduced by its own DISABLED_ test below; the
-// cast test checks every other input. Null when the cast is expected to be right.
-const char* known_cast_bug(DType from, const Host& x, size_t i, DType to) {
-  LD v = x.get(i);
-  bool not_f32_exact = is_integer(from) && LD(float(v)) != v;
-  if (to == DType::bf16 && not_f32_exact) return "int_to_bf16_double_rounding";                                 // bug 2
-  if (to == DType::bf16 && v != 0 && std::fabs(v) < std::ldexp(1.0L, -126)) return "bf16_ftz";                  // bug 1
-  if (from == DType::bf16 && bf16_exotic(x.raw(i)) && to == DType::e8m0) return "bf16_ftz";                     // bug 1
-  if (to == DType::e8m0 && not_f32_exact) return "int_to_e8m0_double_rounding";                                 // bug 3
-  if (to == DType::e8m0 && v > std::ldexp(1.0L, -127) && v <= std::ldexp(1.5L, -127)) return "e8m0_subnormal";  // bug 4
-  return nullptr;
-}
-
 class Casts : public ::testing::TestWithParam<DType> {};
 
 TEST_P(Casts, ToEveryDtypeWithAndWithoutSaturateAndBitcast) {
@@ -1139,7 +1118,6 @@ TEST_P(Casts, ToEveryDtypeWithAndWithoutSaturateAndBitcast) {
   DType from = GetParam();
   Host x = cast_inputs(from, rng);
   int64_t n = int64_t(x.size());
-  std::map<std::string, int> skipped;
   std::vector<Tensor> outs;
   for (DType to : kAllDTypes) outs.push_back(poisoned(to, {3 * n}));
   dispatch(from, [&]<DType D>(DT<D>) {
@@ -1152,12 +1130,8 @@ TEST_P(Casts, ToEveryDtypeWithAndWithoutSaturateAndBitcast) {
     Host got = download(outs[t]);
     for (bool sat : {false, true}) {
       std::vector<LD> g, want;
-      std::vector<size_t> index;  // the inputs checked here (known bugs are checked by DISABLED_ tests)
+      std::vector<size_t> index;
       for (int64_t i = 0; i < n; ++i) {
-        if (const char* bug = known_cast_bug(from, x, size_t(i), to)) {
-          ++skipped[bug];
-          continue;
-        }
         g.push_back(got.get(size_t(i + (sat ? n : 0))));
         want.push_back(convert(from, x.get(size_t(i)), to, sat));
         index.push_back(size_t(i));
@@ -1182,7 +1156,6 @@ TEST_P(Casts, ToEveryDtypeWithAndWithoutSaturateAndBitcast) {
       EXPECT_EQ(bad, 0u) << "bitcast " << name_of(from) << " -> " << name_of(to) << " changed bits:" << msg.str();
     }
   }
-  for (auto& [bug, count] : skipped) RecordProperty("skipped_known_bug_" + bug, count);
 }
 
 INSTANTIATE_TEST_SUITE_P(FromEveryDtype, Casts, ::testing::ValuesIn(kAllDTypes),
@@ -1757,11 +1730,11 @@ TEST(EmuOps, StaticCheck) {
 }
 
 // ============================================================================================
-// Known bugs: one minimal reproduction each, disabled until the owner fixes it (the tests
-// above leave exactly these inputs out; run with --gtest_also_run_disabled_tests).
+// Edge cases that once went wrong, one minimal reproduction each (the general tests above cover
+// them too, among their random inputs).
 // ============================================================================================
 
-// BUG 1 (emulator: host code generation, codegen/host_compiler.cpp, on hosts with AVX512-BF16).
+// Once wrong (emulator: host code generation, codegen/host_compiler.cpp, on hosts with AVX512-BF16), now fixed.
 // LLVM's x86 backend promotes bf16 values to f32 and narrows them back with VCVTNEPS2BF16, which
 // flushes subnormal inputs and results to zero and quiets signalling NaNs. The GPU moves bf16
 // bits unchanged and rounds with cvt.rn.bf16.f32 (subnormals kept). Seen as: a masked bf16 load
@@ -1769,7 +1742,7 @@ TEST(EmuOps, StaticCheck) {
 // f32 -> bf16 and e8m0 -> bf16 give 0 for bf16-subnormal results; bf16 arithmetic flushes
 // subnormal results; cast bf16 -> e8m0 of a subnormal read by a masked load gives NaN (0xff)
 // instead of 2^-127.
-TEST(EmuOpsKnownBugs, DISABLED_Bf16KeepsSubnormalsAndNaNBits) {
+TEST(EmuOpsEdgeCases, Bf16KeepsSubnormalsAndNaNBits) {
   static JitKernel k(
       define_kernel("bf16_bits", {"x", "y", "f", "out", "n"}, {},
                     [](const Constants&, Ptr<bf16> x, Ptr<bf16> y, Ptr<f32> f, Ptr<bf16> out, Scalar<i32> n) {
@@ -1801,10 +1774,10 @@ TEST(EmuOpsKnownBugs, DISABLED_Bf16KeepsSubnormalsAndNaNBits) {
   expect_raw("masked bf16 load | cast f32 -> bf16 | bf16 * 0.5", download(out), want);
 }
 
-// BUG 2 (emulator: host code generation). cast i32 / i64 -> bf16 rounds twice, to f32 first
+// Once wrong (emulator: host code generation), now fixed. cast i32 / i64 -> bf16 rounds twice, to f32 first
 // (sitofp to bfloat becomes cvtsi2ss + vcvtneps2bf16 on x86; NVPTX uses cvt.rn.bf16.s32):
 // 2^30 + 2^22 + 1 gives 2^30 instead of 2^30 + 2^23.
-TEST(EmuOpsKnownBugs, DISABLED_IntToBf16RoundsOnce) {
+TEST(EmuOpsEdgeCases, IntToBf16RoundsOnce) {
   static JitKernel k(
       define_kernel("int_to_bf16", {"a", "b", "out"}, {}, [](const Constants&, Ptr<i32> a, Ptr<i64> b, Ptr<bf16> out) {
         store(out + arange(0, 2), cast(load(a + arange(0, 2)), bf16));
@@ -1821,12 +1794,12 @@ TEST(EmuOpsKnownBugs, DISABLED_IntToBf16RoundsOnce) {
       exact());
 }
 
-// BUG 3 (lowering: codegen/lowering/lower_cast.cpp, emit_cast). cast int -> e8m0 converts to f32
+// Once wrong (lowering: codegen/lowering/lower_cast.cpp, emit_cast), now fixed. cast int -> e8m0 converts to f32
 // first (rounding), then to the nearest power of two: a value just above a tie that the f32
 // rounding turns into the tie goes to the even code instead of up. 3*2^26 + 1 gives 2^27
 // instead of 2^28; 3*2^40 + 1 (i64) gives 2^41 instead of 2^42. The lowering is shared with
 // the GPU path, so the GPU should see it too (not run on one).
-TEST(EmuOpsKnownBugs, DISABLED_IntToE8m0RoundsOnce) {
+TEST(EmuOpsEdgeCases, IntToE8m0RoundsOnce) {
   static JitKernel k(
       define_kernel("int_to_e8m0", {"a", "b", "out"}, {}, [](const Constants&, Ptr<i32> a, Ptr<i64> b, Ptr<e8m0> out) {
         store(out, cast(load(a), e8m0));
@@ -1840,12 +1813,12 @@ TEST(EmuOpsKnownBugs, DISABLED_IntToE8m0RoundsOnce) {
   expect_values("cast i32 / i64 -> e8m0", download(out), {std::ldexp(1.0L, 28), std::ldexp(1.0L, 42)}, exact());
 }
 
-// BUG 4 (lowering: lower_cast.cpp, f32_to_e8m0). For subnormal f32 inputs (exponent field 0) the
+// Once wrong (lowering: lower_cast.cpp, f32_to_e8m0), now fixed. For subnormal f32 inputs (exponent field 0) the
 // mantissa is compared with 0x400000 as if the value were 1.m * 2^-127, but it is 0.m * 2^-126:
 // values in (2^-127, 1.5 * 2^-127] encode 2^-126 (code 1) instead of the nearer (or, at the tie,
 // even) 2^-127 (code 0). E.g. f32 bits 0x00500000 (1.25 * 2^-127) gives code 1. The lowering
 // is shared with the GPU path, so the GPU should see it too (not run on one).
-TEST(EmuOpsKnownBugs, DISABLED_SubnormalF32ToE8m0) {
+TEST(EmuOpsEdgeCases, SubnormalF32ToE8m0) {
   static JitKernel k(define_kernel("f32_to_e8m0", {"x", "out"}, {}, [](const Constants&, Ptr<f32> x, Ptr<e8m0> out) {
     store(out + arange(0, 4), cast(load(x + arange(0, 4)), e8m0));
   }));
@@ -1857,10 +1830,10 @@ TEST(EmuOpsKnownBugs, DISABLED_SubnormalF32ToE8m0) {
   expect_values("cast subnormal f32 -> e8m0", download(out), std::vector<LD>(4, std::ldexp(1.0L, -127)), exact());
 }
 
-// BUG 5 (lowering: codegen/lowering/lower_print.cpp). print sign-extends i1 values to i32 for
+// Once wrong (lowering: codegen/lowering/lower_print.cpp), now fixed. print sign-extends i1 values to i32 for
 // "%d", so true prints as -1: "tjp_bool pid (0, 0, 0) idx (0): -1". The lowering is shared with
 // the GPU path, so the GPU should see it too (not run on one).
-TEST(EmuOpsKnownBugs, DISABLED_PrintOfI1) {
+TEST(EmuOpsEdgeCases, PrintOfI1) {
   static JitKernel k(
       define_kernel("print_i1", {}, {}, [](const Constants&) { print("tjp_bool", {arange(0, 2) < 1}); }));
   testing::internal::CaptureStdout();

@@ -108,6 +108,8 @@ class JitKernel {
   // The kernel with `overrides` applied to its constants (an unknown name is an error).
   // The same overrides give the same BoundKernel, compiled kernels included.
   BoundKernel with(const std::vector<std::pair<std::string, int64_t>>& overrides = {}) const;
+  // Launches with the declared constants. Each call looks its BoundKernel up by constants;
+  // a hot loop keeps the BoundKernel from with() and launches that (a lookup less).
   template <typename... Args>
   void launch(Stream& stream, Dim3 grid, const Args&... args) const {
     with().launch(stream, grid, args...);

@@ -38,6 +38,15 @@ bool AllocationTable::contains(const void* begin) const {
   return allocations_.count(reinterpret_cast<uintptr_t>(begin)) != 0;
 }
 
+bool AllocationTable::covers(const void* begin, size_t bytes) const {
+  auto address = reinterpret_cast<uintptr_t>(begin);
+  std::lock_guard lock(mutex_);
+  auto it = allocations_.upper_bound(address);
+  if (it == allocations_.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
+
 AllocationSnapshot AllocationTable::snapshot() const {
   std::lock_guard lock(mutex_);
   std::vector<Allocation> sorted;

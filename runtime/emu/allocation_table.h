@@ -33,6 +33,8 @@ class AllocationTable {
   void add(const void* begin, size_t bytes);
   void remove(const void* begin);
   bool contains(const void* begin) const;
+  // Whether one allocation holds all of [begin, begin + bytes).
+  bool covers(const void* begin, size_t bytes) const;
   AllocationSnapshot snapshot() const;
 
  private:

@@ -102,7 +102,7 @@ class EmuDevice : public Device {
   void add_external_memory(const void* begin, size_t bytes) override {
     std::lock_guard lock(external_mutex_);
     External& e = external_[begin];
-    if (e.imports++ == 0 && !allocations_.snapshot().find(reinterpret_cast<uintptr_t>(begin), bytes)) {
+    if (e.imports++ == 0 && !allocations_.covers(begin, bytes)) {
       allocations_.add(begin, bytes);
       e.added = true;
     }
@@ -168,7 +168,7 @@ class EmuDevice : public Device {
 
  private:
   void check_range(const void* p, size_t bytes, const char* what) const {
-    if (!allocations_.snapshot().find(reinterpret_cast<uintptr_t>(p), bytes))
+    if (!allocations_.covers(p, bytes))
       fail("emulator: {} [{}, +{} bytes) is not inside an allocation of this device", what, p, bytes);
   }
 

@@ -45,14 +45,14 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
-std::string lower_to_llvm_text(const ir::Function& fn) {
+std::string lower_to_llvm_text(const ir::Function& fn, const Target& target) {
   llvm::LLVMContext context;
-  return module_text(*lower_to_llvm(fn, context).module);
+  return module_text(*lower_to_llvm(fn, target, context).module);
 }
 
 CompiledKernel compile_to_ptx(const ir::Function& fn, const Target& target, const CompileOptions& options) {
   llvm::LLVMContext context;  // one per compile: compiles on different threads share nothing
-  LoweredKernel lowered = lower_to_llvm(fn, context);
+  LoweredKernel lowered = lower_to_llvm(fn, target, context);
   llvm::Module& m = *lowered.module;
   auto tm = make_target_machine(target);
   m.setTargetTriple(llvm::Triple(kTriple));

@@ -28,7 +28,7 @@ struct CompiledKernel {
 CompiledKernel compile_to_ptx(const ir::Function& fn, const Target& target, const CompileOptions& options = {});
 
 // The LLVM IR of the kernel right after lowering (before libdevice and optimization), as text.
-std::string lower_to_llvm_text(const ir::Function& fn);
+std::string lower_to_llvm_text(const ir::Function& fn, const Target& target);
 
 // LLVM's version string, part of every cache key.
 std::string llvm_version();

@@ -1,5 +1,6 @@
 #include "codegen/host_compiler.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -106,23 +107,31 @@ std::string symbol_list(const std::set<std::string>& provided) {
 }
 
 // The function a call to an NVVM intrinsic of type `type` becomes: the runtime's `host`
-// itself, or, for intrinsics that return a struct (which C functions return differently),
-// a small wrapper passing the runtime a pointer to write the result to.
+// itself, or, where the types do not map onto C's calling convention, a small wrapper: a
+// struct result is written through a pointer passed first, and a vector parameter (the
+// <2 x half> words of mma.sync) is passed as an integer of the same bits.
 llvm::Function* bind_intrinsic(llvm::Module& m, llvm::FunctionType* type, const std::string& host) {
-  if (!type->getReturnType()->isStructTy())
-    return llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, host, m);
+  bool struct_result = type->getReturnType()->isStructTy();
+  bool vector_params = std::any_of(type->param_begin(), type->param_end(), [](llvm::Type* t) { return t->isVectorTy(); });
+  if (!struct_result && !vector_params) return llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, host, m);
   llvm::LLVMContext& ctx = m.getContext();
-  std::vector<llvm::Type*> params{llvm::PointerType::get(ctx, 0)};
-  params.insert(params.end(), type->param_begin(), type->param_end());
-  llvm::FunctionCallee runtime =
-      m.getOrInsertFunction(host, llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false));
-  auto* wrapper = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, host + ".struct", m);
+  const llvm::DataLayout& layout = m.getDataLayout();
+  std::vector<llvm::Type*> params;
+  if (struct_result) params.push_back(llvm::PointerType::get(ctx, 0));
+  for (llvm::Type* t : type->params())
+    params.push_back(t->isVectorTy() ? llvm::IntegerType::get(ctx, static_cast<unsigned>(layout.getTypeSizeInBits(t)))
+                                     : t);
+  llvm::Type* result_type = struct_result ? llvm::Type::getVoidTy(ctx) : type->getReturnType();
+  llvm::FunctionCallee runtime = m.getOrInsertFunction(host, llvm::FunctionType::get(result_type, params, false));
+  auto* wrapper = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, host + ".wrapper", m);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
-  llvm::Value* result = b.CreateAlloca(type->getReturnType());
-  std::vector<llvm::Value*> args{result};
-  for (llvm::Argument& a : wrapper->args()) args.push_back(&a);
-  b.CreateCall(runtime, args);
-  b.CreateRet(b.CreateLoad(type->getReturnType(), result));
+  llvm::Value* result = struct_result ? b.CreateAlloca(type->getReturnType()) : nullptr;
+  std::vector<llvm::Value*> args;
+  if (result) args.push_back(result);
+  for (llvm::Argument& a : wrapper->args())
+    args.push_back(a.getType()->isVectorTy() ? b.CreateBitCast(&a, params[args.size()]) : &a);
+  llvm::Value* call = b.CreateCall(runtime, args);
+  b.CreateRet(result ? b.CreateLoad(type->getReturnType(), result) : call);
   return wrapper;
 }
 
@@ -292,10 +301,10 @@ std::string host_intrinsic_name(const std::string& nvvm_intrinsic) {
   return kHostIntrinsicPrefix + rest;
 }
 
-std::unique_ptr<HostKernel> compile_for_host(const ir::Function& fn, const HostSymbols& symbols,
+std::unique_ptr<HostKernel> compile_for_host(const ir::Function& fn, const Target& target, const HostSymbols& symbols,
                                              const HostCompileOptions& options) {
   auto context = std::make_unique<llvm::LLVMContext>();
-  LoweredKernel lowered = lower_to_llvm(fn, *context);
+  LoweredKernel lowered = lower_to_llvm(fn, target, *context);
   return finalise_and_jit(std::move(context), std::move(lowered.module), fn.name, 32 * fn.num_warps,
                           lowered.shared_bytes, symbols, options);
 }

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/target.h"
 #include "dsl/ir.h"
 
 namespace tilejit::codegen {
@@ -64,9 +65,10 @@ struct HostCompileOptions {
   bool keep_llvm_ir = false;
 };
 
-// Lowers `fn` and JIT-compiles it for the host. Throws tilejit::Error when the module uses a
-// GPU operation `symbols` does not implement.
-std::unique_ptr<HostKernel> compile_for_host(const ir::Function& fn, const HostSymbols& symbols,
+// Lowers `fn` as for `target` (so the host runs the instructions that target's PTX would) and
+// JIT-compiles it for the host. Throws tilejit::Error when the module uses a GPU operation
+// `symbols` does not implement.
+std::unique_ptr<HostKernel> compile_for_host(const ir::Function& fn, const Target& target, const HostSymbols& symbols,
                                              const HostCompileOptions& options = {});
 
 // The same for a hand-written per-thread module in LLVM's text form (a `ptx_kernel`

@@ -10,8 +10,8 @@ namespace tilejit::codegen {
 const std::vector<Target>& targets() {
   static const std::vector<Target> table = {
       {"sm_80", "+ptx78", 80, false},
-      {"sm_89", "+ptx78", 89, false},
-      {"sm_90a", "+ptx80", 90, true},
+      {"sm_89", "+ptx84", 89, false},  // PTX 8.4 for fp8 mma.sync
+      {"sm_90a", "+ptx84", 90, true},
       {"sm_100a", "+ptx86", 100, false},
   };
   return table;

@@ -57,13 +57,14 @@ Device& Device::best() { return cuda_device_count() > 0 ? cuda(0) : emu(); }
 
 Device& Device::by_name(const std::string& name) {
   if (name == "emu") return emu();
+  if (name.rfind("emu:", 0) == 0) return emu_device(name.substr(4));
   if (name == "cuda") return cuda(0);
   if (name.rfind("cuda:", 0) == 0) {
     std::string digits = name.substr(5);
     if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos) return cuda(std::stoi(digits));
   }
   if (name == "best") return best();
-  fail("unknown device '{}': use emu, cuda, cuda:N or best", name);
+  fail("unknown device '{}': use emu, emu:ARCH, cuda, cuda:N or best", name);
 }
 
 }  // namespace tilejit

@@ -26,7 +26,7 @@ int run_emit(const std::string& name, const std::string& arch, const std::vector
   if (format == "ir") {
     fmt::print("{}", fn->str());
   } else if (format == "llvm") {
-    fmt::print("{}", codegen::lower_to_llvm_text(*fn));
+    fmt::print("{}", codegen::lower_to_llvm_text(*fn, codegen::find_target(arch)));
   } else {
     auto compiled = codegen::compile_to_ptx(*fn, codegen::find_target(arch));
     fmt::print("{}", compiled.ptx);

@@ -1,6 +1,7 @@
 // Structured control flow: for loops with loop-carried tiles become a header with one phi
 // per register, if / else becomes a diamond with phis at the join. Carried values and
-// branch results live in the default layout of their shape.
+// branch results live in the default layout of their shape, except that a loop carries a
+// dot's accumulator in the dot's own layout (no conversion per iteration).
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
@@ -24,10 +25,12 @@ void Lowering::lower_for(const ir::Op& op) {
   llvm::Value* ub = scalar(op.operands[1]);
   llvm::Value* step = scalar(op.operands[2]);
   size_t carried = op.operands.size() - 3;
+  const ir::Op& yield = *body.ops.back();
   std::vector<LinearLayout> layouts;
   std::vector<std::vector<llvm::Value*>> init;
   for (size_t i = 0; i < carried; ++i) {
-    layouts.push_back(boundary_layout(*this, op.operands[3 + i]->type));
+    const ir::Value* yielded = yield.operands[i];
+    layouts.push_back(yielded->type.is_scalar() ? LinearLayout{} : carried_layout(yielded));
     init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
   }
   llvm::Function* f = b.GetInsertBlock()->getParent();
@@ -60,7 +63,6 @@ void Lowering::lower_for(const ir::Op& op) {
   define_scalar(body.args[0], iv);
   enter_region();
   lower_block(body);
-  const ir::Op& yield = *body.ops.back();
   std::vector<std::vector<llvm::Value*>> next;
   for (size_t i = 0; i < carried; ++i) next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
   llvm::Value* iv_next = b.CreateAdd(iv, step, "iv.next", false, true);

@@ -1,7 +1,7 @@
 // dot on the CUDA cores: every thread computes its accumulator registers with FMAs. The
 // operands are brought into layouts derived from the accumulator's: each thread holds the
 // full K extent of the rows (of a) and columns (of b) its accumulator registers need.
-// Tensor-core lowerings (mma.sync, wgmma) replace this per target.
+// Where the target's tensor cores take the operands, lower_dot_mma.cpp is used instead.
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/lowering/lowering.h"
@@ -50,7 +50,23 @@ int operand_register(const OperandLayout& op, int acc_reg, int64_t kk, int64_t k
 
 }  // namespace
 
+std::optional<MmaTiling> Lowering::dot_tiling(const ir::Op& op) const {
+  const ir::Type& a = op.operands[0]->type;
+  const ir::Type& bt = op.operands[1]->type;
+  if (a.dtype == DType::f32 && op.attr_str("precision") == "ieee") return std::nullopt;
+  auto instr = select_mma(a.dtype, bt.dtype, target);
+  if (!instr) return std::nullopt;
+  return mma_tiling(*instr, a.shape[0], bt.shape[1], a.shape[1], fn.num_warps);
+}
+
+LinearLayout Lowering::carried_layout(const ir::Value* yielded) const {
+  if (yielded->def && yielded->def->kind == ir::OpKind::dot)
+    if (auto tiling = dot_tiling(*yielded->def)) return tiling->acc;
+  return default_layout(yielded->type.shape);
+}
+
 void Lowering::lower_dot(const ir::Op& op) {
+  if (auto tiling = dot_tiling(op)) return lower_dot_mma(op, *tiling);
   const ir::Value* a = op.operands[0];
   const ir::Value* bv = op.operands[1];
   const ir::Value* acc = op.operands[2];

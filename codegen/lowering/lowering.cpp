@@ -10,8 +10,8 @@
 namespace tilejit::codegen {
 namespace lowering {
 
-Lowering::Lowering(const ir::Function& function, llvm::LLVMContext& context)
-    : b(context), ctx(context), fn(function), axis_(function) {
+Lowering::Lowering(const ir::Function& function, const Target& gpu, llvm::LLVMContext& context)
+    : b(context), ctx(context), fn(function), target(gpu), axis_(function) {
   module_ = std::make_unique<llvm::Module>(fn.name, ctx);
   ir::walk(fn.body, [&](const ir::Op& op) {
     if (op.kind == ir::OpKind::load || op.kind == ir::OpKind::store)
@@ -340,8 +340,8 @@ LoweredKernel Lowering::run() {
 
 }  // namespace lowering
 
-LoweredKernel lower_to_llvm(const ir::Function& fn, llvm::LLVMContext& context) {
-  return lowering::Lowering(fn, context).run();
+LoweredKernel lower_to_llvm(const ir::Function& fn, const Target& target, llvm::LLVMContext& context) {
+  return lowering::Lowering(fn, target, context).run();
 }
 
 }  // namespace tilejit::codegen

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 
 #include "codegen/axis_info.h"
 #include "codegen/layout.h"
+#include "codegen/mma_layout.h"
+#include "codegen/target.h"
 #include "dsl/ir.h"
 
 namespace tilejit::codegen {
@@ -25,7 +28,8 @@ struct LoweredKernel {
   int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
 };
 
-LoweredKernel lower_to_llvm(const ir::Function& fn, llvm::LLVMContext& context);
+// Lowers for `target`: the target decides which tensor-core instructions dot uses.
+LoweredKernel lower_to_llvm(const ir::Function& fn, const Target& target, llvm::LLVMContext& context);
 
 namespace lowering {
 
@@ -37,13 +41,14 @@ struct Regs {
 
 class Lowering {
  public:
-  Lowering(const ir::Function& fn, llvm::LLVMContext& context);
+  Lowering(const ir::Function& fn, const Target& target, llvm::LLVMContext& context);
   LoweredKernel run();
 
   // --- shared by the op lowerings ----------------------------------------------------
   llvm::IRBuilder<> b;
   llvm::LLVMContext& ctx;
   const ir::Function& fn;
+  const Target& target;
   llvm::Module* module() { return module_.get(); }
 
   llvm::Type* llvm_type(const ir::Type& scalar_type);    // register type of one element
@@ -86,6 +91,12 @@ class Lowering {
 
   const AxisAnalysis& axis() const { return axis_; }
 
+  // The tensor-core tiling of a dot on this target, or nullopt for the CUDA-core lowering.
+  std::optional<MmaTiling> dot_tiling(const ir::Op& dot) const;
+  // The layout a loop carries a value in when the body yields `yielded`: a dot's
+  // accumulator stays in its instruction's layout; everything else in the default layout.
+  LinearLayout carried_layout(const ir::Value* yielded) const;
+
   // Layout conversion through shared memory (codegen/lowering/convert_layout.cpp).
   // With owners_only, replicated threads do not write (their values may differ).
   std::vector<llvm::Value*> convert_through_shared(const ir::Type& type, const Regs& from, const LinearLayout& to,
@@ -122,6 +133,7 @@ class Lowering {
   void lower_atomic(const ir::Op& op);
   void lower_reduce(const ir::Op& op);
   void lower_dot(const ir::Op& op);
+  void lower_dot_mma(const ir::Op& op, const MmaTiling& tiling);
   void lower_for(const ir::Op& op);
   void lower_if(const ir::Op& op);
   void lower_print(const ir::Op& op);

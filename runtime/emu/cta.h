@@ -33,13 +33,18 @@ struct Thread {
   void* context = nullptr;  // the fiber's saved context while it is suspended
 };
 
-// One warp's exchange for shuffles, votes and matches: lanes deposit a value, the last lane
-// of the mask to arrive computes every lane's result.
+// One warp's exchange for its collectives (runtime/emu/warp_sync.h): lanes deposit a value
+// (shuffles, votes, matches) or several words (mma.sync's fragments), the last lane of the
+// mask to arrive computes every lane's result.
 struct WarpExchange {
+  static constexpr int kMaxWordsIn = 10;  // mma.sync: 4 A words, 2 B words, 4 accumulators
+  static constexpr int kMaxWordsOut = 4;
   uint32_t arrived = 0;  // lanes waiting, as a mask
   uint32_t mask = 0;     // the participating lanes named by the first lane to arrive
   uint64_t values[32] = {};
   uint64_t results[32] = {};
+  uint32_t words_in[32][kMaxWordsIn] = {};
+  uint32_t words_out[32][kMaxWordsOut] = {};
 };
 
 // Per shared-memory word: who last wrote and read it in which barrier interval.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -55,9 +56,8 @@ struct EmuEvent {
 
 class EmuDevice : public Device {
  public:
-  EmuDevice() : default_stream_(*this, nullptr, false), symbols_(emu::runtime_symbols()) {
-    const char* arch = std::getenv("TILEJIT_EMU_ARCH");
-    const codegen::Target& target = codegen::find_target(arch && *arch ? arch : "sm_90a");
+  explicit EmuDevice(const codegen::Target& target)
+      : default_stream_(*this, nullptr, false), symbols_(emu::runtime_symbols()), target_(target) {
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     workers_ = std::max(1, env_int("TILEJIT_EMU_THREADS", cores));
     info_.kind = DeviceKind::emu;
@@ -137,7 +137,7 @@ class EmuDevice : public Device {
 
   std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override {
     auto fn = request.kernel->trace(*request.constants, request.facts);
-    return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, symbols_), info_.arch);
+    return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, target_, symbols_), info_.arch);
   }
 
   std::shared_ptr<LoadedKernel> load_llvm_ir(const std::string& text, const std::string& name, int threads,
@@ -172,13 +172,16 @@ class EmuDevice : public Device {
       fail("emulator: {} [{}, +{} bytes) is not inside an allocation of this device", what, p, bytes);
   }
 
-  // CTAs in linear order, handed out to the workers one at a time.
+  // CTAs in linear order, handed out to the workers one at a time. After a failure no new
+  // CTA starts; the error reported is that of the first failing CTA in linear order (every
+  // CTA before it was handed out earlier and ran to its end), whatever the thread timing.
   void run_ctas(emu::Launch& launch) {
     const Dim3& g = launch.grid;
     const uint64_t total = uint64_t(g.x) * g.y * g.z;
     std::atomic<uint64_t> next{0};
     std::mutex error_mutex;
     std::string error;
+    uint64_t error_cta = total;
     auto work = [&] {
       thread_local emu::CtaRunner runner;
       for (uint64_t i; (i = next.fetch_add(1)) < total && !launch.failed.load();) {
@@ -191,7 +194,7 @@ class EmuDevice : public Device {
         }
         if (e.empty()) continue;
         std::lock_guard lock(error_mutex);
-        if (error.empty()) error = std::move(e);
+        if (i < error_cta) error = std::move(e), error_cta = i;
         launch.failed = true;
       }
     };
@@ -212,21 +215,37 @@ class EmuDevice : public Device {
   };
   std::mutex external_mutex_;
   std::map<const void*, External> external_;
+  const codegen::Target& target_;
   int workers_ = 1;
 };
 
-EmuDevice& the_emulator() {
-  static EmuDevice device;
+// One emulator per target; each lives as long as the process.
+EmuDevice& emulator_for(const std::string& arch) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<EmuDevice>> devices;
+  const codegen::Target& target = codegen::find_target(arch);
+  std::lock_guard lock(mutex);
+  auto& device = devices[target.arch];
+  if (!device) device = std::make_unique<EmuDevice>(target);
+  return *device;
+}
+
+EmuDevice& default_emulator() {
+  static EmuDevice& device = [] () -> EmuDevice& {
+    const char* arch = std::getenv("TILEJIT_EMU_ARCH");
+    return emulator_for(arch && *arch ? arch : "sm_90a");
+  }();
   return device;
 }
 
 }  // namespace
 
-Device& emu_device() { return the_emulator(); }
+Device& emu_device() { return default_emulator(); }
+Device& emu_device(const std::string& arch) { return emulator_for(arch); }
 
 std::shared_ptr<LoadedKernel> emu_load_llvm_ir(const std::string& llvm_ir, const std::string& kernel_name,
                                                int num_threads, int64_t dynamic_shared_bytes) {
-  return the_emulator().load_llvm_ir(llvm_ir, kernel_name, num_threads, dynamic_shared_bytes);
+  return default_emulator().load_llvm_ir(llvm_ir, kernel_name, num_threads, dynamic_shared_bytes);
 }
 
 }  // namespace tilejit

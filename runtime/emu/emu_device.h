@@ -13,6 +13,9 @@
 namespace tilejit {
 
 Device& emu_device();
+// The emulator of one target ("sm_80", "sm_90a", ...): kernels are lowered for that target,
+// so its tensor-core instructions run. Throws tilejit::Error for an unknown target.
+Device& emu_device(const std::string& arch);
 
 // A hand-written per-thread kernel in LLVM's text form (see
 // codegen::compile_llvm_text_for_host), loaded on the emulator to launch like any other:

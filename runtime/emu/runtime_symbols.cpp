@@ -9,6 +9,7 @@ codegen::HostSymbols runtime_symbols() {
   add_math_symbols(out);
   add_printf_symbols(out);
   add_bf16_symbols(out);
+  add_mma_symbols(out);
   return out;
 }
 

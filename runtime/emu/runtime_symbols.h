@@ -13,5 +13,6 @@ void add_memory_symbols(codegen::HostSymbols& out);  // shared base, access chec
 void add_math_symbols(codegen::HostSymbols& out);    // libdevice's __nv_* functions
 void add_printf_symbols(codegen::HostSymbols& out);  // vprintf
 void add_bf16_symbols(codegen::HostSymbols& out);    // bf16 conversions as the GPU rounds them
+void add_mma_symbols(codegen::HostSymbols& out);     // mma.sync, tf32 conversion
 
 }  // namespace tilejit::emu

@@ -6,6 +6,7 @@
 
 #include "runtime/emu/cta.h"
 #include "runtime/emu/runtime_symbols.h"
+#include "runtime/emu/warp_sync.h"
 
 namespace tilejit::emu {
 namespace {
@@ -49,33 +50,10 @@ void barrier0() { barrier(0); }
 // `combine` over the warp's values to produce every participating lane's result.
 template <typename Combine>
 uint64_t warp_collective(const char* op, uint32_t mask, uint64_t value, Combine combine) {
-  Cta& c = cta();
-  Thread& self = *current().thread;
-  int l = lane();
-  WarpExchange& w = c.warps[static_cast<size_t>(tid() / 32)];
-  if (!(mask >> l & 1)) abort_thread(fmt::format("{} with member mask {:#010x}, which leaves out the calling lane {}", op, mask, l));
-  if (w.arrived == 0) {
-    w.mask = mask;
-  } else if (w.mask != mask) {
-    abort_thread(fmt::format("{} with member mask {:#010x} while lanes {:#010x} of its warp wait with mask {:#010x}", op, mask,
-                             w.arrived, w.mask));
-  }
-  w.values[l] = value;
-  w.arrived |= 1u << l;
-  if (w.arrived == w.mask) {
-    combine(w);
-    w.arrived = 0;
-    int first = tid() - l;
-    for (int i = 0; i < 32; ++i)
-      if (w.mask >> i & 1) {
-        Thread& t = c.threads[static_cast<size_t>(first + i)];
-        if (t.state == ThreadState::at_warp_sync) t.state = ThreadState::runnable;
-      }
-    return w.results[l];
-  }
-  self.state = ThreadState::at_warp_sync;
-  while (self.state == ThreadState::at_warp_sync) yield_to_scheduler();
-  return w.results[l];
+  WarpExchange& w = warp_exchange(op, mask);
+  w.values[lane()] = value;
+  warp_rendezvous(w, combine);
+  return w.results[lane()];
 }
 
 enum class ShuffleMode { idx, up, down, bfly };

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "codegen/compiler.h"
-#include "codegen/ptxas.h"
+#include "ptxas_check.h"
 #include "ops/kernels/registry.h"
 
 namespace tilejit::codegen {
@@ -14,22 +14,6 @@ namespace {
 using namespace tilejit::dsl;
 
 const char* const kArchs[] = {"sm_80", "sm_90a"};
-
-// Assembles with ptxas when the toolkit is installed; logs registers and spills.
-void expect_ptxas_accepts(const CompiledKernel& k, bool expect_no_spills) {
-  if (!find_ptxas()) {
-    std::printf("ptxas not installed: %s/%s checked by LLVM only\n", k.name.c_str(), k.arch.c_str());
-    return;
-  }
-  PtxasResult r = run_ptxas(k.ptx, k.arch);
-  ASSERT_TRUE(r.ok) << k.name << " " << k.arch << ":\n" << r.log << "\n" << k.ptx;
-  std::printf("ptxas %s %s: %d registers, %d bytes spill stores, %d bytes spill loads\n", k.name.c_str(),
-              k.arch.c_str(), r.registers, r.spill_stores, r.spill_loads);
-  if (expect_no_spills) {
-    EXPECT_EQ(r.spill_stores, 0) << r.log;
-    EXPECT_EQ(r.spill_loads, 0) << r.log;
-  }
-}
 
 class RegisteredKernels : public testing::TestWithParam<std::string> {};
 

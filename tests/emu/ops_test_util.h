@@ -242,15 +242,15 @@ struct Host {
 inline Device& emu() { return Device::emu(); }
 inline Stream& stream() { return Device::emu().default_stream(); }
 
-inline Tensor upload(const Host& h, std::vector<int64_t> shape = {}) {
+inline Tensor upload(const Host& h, std::vector<int64_t> shape = {}, Device& device = emu()) {
   if (shape.empty()) shape = {static_cast<int64_t>(h.size())};
-  Tensor t = Tensor::empty(emu(), h.dtype, shape);
+  Tensor t = Tensor::empty(device, h.dtype, shape);
   t.copy_from_host(h.bytes.data(), h.bytes.size());
   return t;
 }
 // A tensor whose every byte is 0xff (NaN for floats, -1 for ints), to catch unwritten elements.
-inline Tensor poisoned(DType d, std::vector<int64_t> shape) {
-  Tensor t = Tensor::empty(emu(), d, std::move(shape));
+inline Tensor poisoned(DType d, std::vector<int64_t> shape, Device& device = emu()) {
+  Tensor t = Tensor::empty(device, d, std::move(shape));
   t.fill_bytes(0xff);
   return t;
 }

@@ -1,0 +1,30 @@
+// The check every compile test makes of generated PTX: ptxas accepts it for its target
+// (when the toolkit is installed), and, where asked, the kernel spills no registers.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "codegen/compiler.h"
+#include "codegen/ptxas.h"
+
+namespace tilejit::codegen {
+
+// Assembles with ptxas when the toolkit is installed; logs registers and spills.
+inline void expect_ptxas_accepts(const CompiledKernel& k, bool expect_no_spills) {
+  if (!find_ptxas()) {
+    std::printf("ptxas not installed: %s/%s checked by LLVM only\n", k.name.c_str(), k.arch.c_str());
+    return;
+  }
+  PtxasResult r = run_ptxas(k.ptx, k.arch);
+  ASSERT_TRUE(r.ok) << k.name << " " << k.arch << ":\n" << r.log << "\n" << k.ptx;
+  std::printf("ptxas %s %s: %d registers, %d bytes spill stores, %d bytes spill loads\n", k.name.c_str(),
+              k.arch.c_str(), r.registers, r.spill_stores, r.spill_loads);
+  if (expect_no_spills) {
+    EXPECT_EQ(r.spill_stores, 0) << r.log;
+    EXPECT_EQ(r.spill_loads, 0) << r.log;
+  }
+}
+
+}  // namespace tilejit::codegen

@@ -1,0 +1,105 @@
+// The numerics check of the tensor-core GEMM (tests/tensor_core_gemm.h) on the emulator of
+// one target: fresh random operands, a poisoned output, a double-precision reference from
+// the operands as stored, and a tolerance by operand type relative to the sum of |products|.
+#pragma once
+
+#include <string>
+
+#include "ops_test_util.h"
+#include "../tensor_core_gemm.h"
+
+namespace tjops {
+
+struct TensorCoreCase {
+  DType a, b;
+  const char* arch;
+  int precision;  // of f32 operands: 0 tf32, 1 ieee, 2 tf32x3
+  int64_t block_m, block_n, block_k;
+  int warps;
+  int64_t m, n, k;  // the problem
+};
+
+inline std::string tensor_core_case_name(const TensorCoreCase& c) {
+  static constexpr const char* precisions[] = {"tf32", "ieee", "tf32x3"};
+  std::string name = name_of(c.a) + "x" + name_of(c.b) + "_" + c.arch;
+  if (c.a == DType::f32) name += std::string("_") + precisions[c.precision];
+  return name + "_tile" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) +
+         "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+         std::to_string(c.k);
+}
+
+// Operands of moderate size, every finite fp8 value allowed, any i8.
+inline Host random_gemm_operand(DType d, size_t n, Rng& rng) {
+  Host h(d, n);
+  for (size_t i = 0; i < n; ++i) {
+    if (d == DType::i8) {
+      h.set_raw(i, rng.bits());
+    } else if (is_fp8(d)) {
+      do h.set_raw(i, rng.bits() & 0xff);
+      while (!std::isfinite(h.get(i)));
+    } else {
+      h.set(i, rng.uniform(-2, 2));
+    }
+  }
+  return h;
+}
+
+// The relative error allowed against sum |a_ik * b_kj|: tf32 rounds each operand to 11
+// significant bits; the other operand types multiply exactly and round once per mma into f32.
+inline double tensor_core_tolerance(const TensorCoreCase& c) {
+  if (c.a == DType::f32 && c.precision == 0) return 2e-3;
+  return 1e-5;
+}
+
+template <DType DA, DType DB>
+void run_tensor_core_case(const TensorCoreCase& c, const Host& a, const Host& b, Tensor& out, Device& device) {
+  static JitKernel kernel(testing_kernels::tensor_core_gemm<DA, DB>());
+  Dim3 grid{static_cast<uint32_t>((c.m + c.block_m - 1) / c.block_m), static_cast<uint32_t>((c.n + c.block_n - 1) / c.block_n),
+            1};
+  bind(kernel, {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"PRECISION", c.precision},
+                {"num_warps", c.warps}})
+      .launch(device.default_stream(), grid, upload(a, {}, device), upload(b, {}, device), out, int32_t(c.m),
+              int32_t(c.n), int32_t(c.k));
+}
+
+inline void check_tensor_core_gemm(const TensorCoreCase& c) {
+  TJ_SEEDED_RNG(rng);
+  Device& device = Device::by_name(std::string("emu:") + c.arch);
+  Host a = random_gemm_operand(c.a, size_t(c.m * c.k), rng), b = random_gemm_operand(c.b, size_t(c.k * c.n), rng);
+  DType acc = c.a == DType::i8 ? DType::i32 : DType::f32;
+  Tensor out = poisoned(acc, {c.m * c.n}, device);
+  auto launch = [&](auto da, auto db) { run_tensor_core_case<decltype(da)::value, decltype(db)::value>(c, a, b, out, device); };
+  using E4 = DT<DType::f8e4m3>;
+  using E5 = DT<DType::f8e5m2>;
+  if (c.a == DType::f8e4m3) {
+    c.b == DType::f8e4m3 ? launch(E4{}, E4{}) : launch(E4{}, E5{});
+  } else if (c.a == DType::f8e5m2) {
+    c.b == DType::f8e4m3 ? launch(E5{}, E4{}) : launch(E5{}, E5{});
+  } else {
+    dispatch(c.a, [&](auto d) {
+      if constexpr (decltype(d)::value == DType::f16 || decltype(d)::value == DType::bf16 ||
+                    decltype(d)::value == DType::f32 || decltype(d)::value == DType::i8)
+        launch(d, d);
+      else
+        ADD_FAILURE() << "no tensor-core GEMM for " << name_of(c.a);
+    });
+  }
+
+  std::vector<LD> got = download(out).values(), want(got.size()), scale(got.size());
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      LD sum = 0, magnitude = 0;
+      for (int64_t t = 0; t < c.k; ++t) {
+        LD p = a.get(size_t(i * c.k + t)) * b.get(size_t(t * c.n + j));
+        sum += p, magnitude += std::fabs(p);
+      }
+      want[size_t(i * c.n + j)] = sum, scale[size_t(i * c.n + j)] = magnitude;
+    }
+  auto where = [&](size_t i) { return "row " + std::to_string(i / size_t(c.n)) + " col " + std::to_string(i % size_t(c.n)); };
+  if (acc == DType::i32)
+    expect_values(tensor_core_case_name(c), got, want, exact(), where);
+  else
+    expect_scaled(tensor_core_case_name(c), got, want, scale, tensor_core_tolerance(c), where);
+}
+
+}  // namespace tjops

@@ -1,0 +1,44 @@
+// The tensor-core GEMM swept over tile shapes and warp counts, for each operand pairing on
+// sm_80, sm_89 and sm_90a (label slow: hundreds of kernels through the emulator).
+#include <gtest/gtest.h>
+
+#include "tensor_core_check.h"
+
+namespace tjops {
+namespace {
+
+class TensorCoreSweep : public ::testing::TestWithParam<TensorCoreCase> {};
+
+TEST_P(TensorCoreSweep, MatchesTheReference) { check_tensor_core_gemm(GetParam()); }
+
+std::vector<TensorCoreCase> sweep() {
+  struct Operands {
+    DType a, b;
+    int precision;
+    int64_t min_k;  // the instruction's K
+  };
+  const Operands operands[] = {{DType::f16, DType::f16, 0, 16},       {DType::bf16, DType::bf16, 0, 16},
+                               {DType::f32, DType::f32, 0, 8},        {DType::f32, DType::f32, 2, 8},
+                               {DType::i8, DType::i8, 0, 32},         {DType::f8e4m3, DType::f8e5m2, 0, 32},
+                               {DType::f8e5m2, DType::f8e4m3, 0, 32}};
+  struct Tile {
+    int64_t m, n;
+    int warps;
+  };
+  const Tile tiles[] = {{16, 8, 1}, {16, 32, 1}, {32, 16, 2}, {64, 64, 4}, {128, 32, 4}, {32, 128, 8}, {128, 128, 8}};
+  std::vector<TensorCoreCase> out;
+  for (const char* arch : {"sm_80", "sm_89", "sm_90a"})
+    for (const Operands& o : operands)
+      for (const Tile& t : tiles)
+        for (int64_t k_steps : {1, 2}) {
+          int64_t bk = o.min_k * k_steps;
+          out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, bk, t.warps, t.m + 3, 2 * t.n - 5, 3 * bk - 1});
+        }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiles, TensorCoreSweep, ::testing::ValuesIn(sweep()),
+                         [](const auto& info) { return tensor_core_case_name(info.param); });
+
+}  // namespace
+}  // namespace tjops

@@ -1,0 +1,43 @@
+// The tensor-core lowering checked by running it: the GEMM of every operand pairing on the
+// emulator of sm_80 (mma.sync; fp8 falls back to the CUDA cores there), sm_89 (fp8 mma.sync)
+// and sm_90a, with problem sizes that are not multiples of the tile and a K loop. The sweep
+// over tiles and warps is in tensor_core_sweep_test.cpp (label slow).
+#include <gtest/gtest.h>
+
+#include "tensor_core_check.h"
+
+namespace tjops {
+namespace {
+
+class TensorCoreGemm : public ::testing::TestWithParam<TensorCoreCase> {};
+
+TEST_P(TensorCoreGemm, MatchesTheReference) { check_tensor_core_gemm(GetParam()); }
+
+constexpr DType f16 = DType::f16, bf16 = DType::bf16, f32 = DType::f32, i8 = DType::i8, e4m3 = DType::f8e4m3,
+                e5m2 = DType::f8e5m2;
+
+INSTANTIATE_TEST_SUITE_P(
+    Pairings, TensorCoreGemm,
+    ::testing::Values(
+        // sm_80: mma.sync for 16-bit, tf32 (both precisions) and int8; fp8 on the CUDA cores.
+        TensorCoreCase{f16, f16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 70},
+        TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 64, 130, 96},
+        TensorCoreCase{f32, f32, "sm_80", 0, 64, 32, 16, 4, 70, 40, 50},
+        TensorCoreCase{f32, f32, "sm_80", 2, 32, 64, 16, 2, 33, 65, 47},
+        TensorCoreCase{i8, i8, "sm_80", 0, 64, 64, 64, 4, 80, 64, 150},
+        TensorCoreCase{e4m3, e5m2, "sm_80", 0, 32, 32, 32, 4, 40, 36, 70},
+        // sm_89: fp8 in every pairing.
+        TensorCoreCase{e4m3, e4m3, "sm_89", 0, 64, 64, 64, 4, 70, 72, 100},
+        TensorCoreCase{e4m3, e5m2, "sm_89", 0, 32, 64, 32, 4, 64, 64, 64},
+        TensorCoreCase{e5m2, e4m3, "sm_89", 0, 64, 32, 32, 2, 50, 33, 96},
+        TensorCoreCase{e5m2, e5m2, "sm_89", 0, 16, 16, 32, 1, 17, 30, 40},
+        // sm_90a
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 128, 64, 32, 8, 130, 70, 64},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 16, 64, 16, 4, 20, 64, 33},
+        TensorCoreCase{f32, f32, "sm_90a", 1, 32, 32, 8, 4, 40, 40, 20},  // ieee: the CUDA cores
+        TensorCoreCase{i8, i8, "sm_90a", 0, 32, 32, 32, 4, 32, 40, 33},
+        TensorCoreCase{e4m3, e4m3, "sm_90a", 0, 64, 64, 32, 4, 64, 64, 64}),
+    [](const auto& info) { return tensor_core_case_name(info.param); });
+
+}  // namespace
+}  // namespace tjops

@@ -5,10 +5,17 @@
 // instruction takes (two 16-bit, or four 8-bit elements per word). f32 operands become tf32
 // (cvt.rna); with precision tf32x3 each operand is split into a tf32 high part and a tf32
 // remainder, and the product is hi*hi + hi*lo + lo*hi, which recovers about f32 accuracy.
+//
+// Operands that are not in their fragment layout already go through shared memory: the
+// tile is stored as a swizzled row-major tile (codegen/shared_layout.h) and read back with
+// ldmatrix, which hands each lane its fragment words directly: A (M, K) with ldmatrix.x4
+// for 16- and 8-bit elements, B (K, N) with ldmatrix.x4.trans for 16-bit elements (8-bit
+// elements cannot be transposed by it, and tf32 is 32-bit: those use the generic conversion).
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/lowering/lowering.h"
+#include "codegen/shared_layout.h"
 
 namespace tilejit::codegen::lowering {
 
@@ -94,13 +101,119 @@ class MmaEmitter {
   llvm::Function* intrinsic_;
 };
 
+// An operand tile in shared memory as a swizzled row-major tile, and the ldmatrix loads of
+// its fragments.
+class SharedOperand {
+ public:
+  SharedOperand(Lowering& L, const ir::Value* v, llvm::Value* base)
+      : L_(L), base_(base), element_bytes_(dtype_storage_bytes(v->type.dtype)),
+        tile_{v->type.shape[0], v->type.shape[1] * element_bytes_} {}
+
+  int64_t bytes() const { return tile_.bytes(); }
+
+  // Every thread writes the elements it holds; runs of registers that are consecutive along
+  // the row (a thread's vector) go out as one store of up to 16 bytes.
+  void store(const ir::Value* v) {
+    auto& b = L_.b;
+    const Regs& regs = L_.home(v);
+    const LinearLayout& layout = regs.layout;
+    int vec = 1;
+    while (static_cast<size_t>(__builtin_ctz(vec)) < layout.reg.size() && vec * element_bytes_ < 16 &&
+           layout.reg[static_cast<size_t>(__builtin_ctz(vec))] == Coord{0, vec})
+      vec *= 2;
+    std::vector<bool> duplicate = layout.duplicate_registers();
+    llvm::Type* elem = regs.values[0]->getType();
+    for (int r = 0; r < layout.num_regs(); r += vec) {
+      if (duplicate[static_cast<size_t>(r)]) continue;
+      std::vector<llvm::Value*> c = L_.coords(layout, r);
+      llvm::Value* value = regs.values[static_cast<size_t>(r)];
+      if (vec > 1) {
+        value = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, static_cast<unsigned>(vec)));
+        for (int i = 0; i < vec; ++i)
+          value = b.CreateInsertElement(value, regs.values[static_cast<size_t>(r + i)], b.getInt32(static_cast<uint32_t>(i)));
+      }
+      b.CreateAlignedStore(value, address(c[0], b.CreateMul(c[1], L_.const_i32(element_bytes_))),
+                           llvm::Align(static_cast<uint64_t>(vec * element_bytes_)));
+    }
+  }
+
+  // The A words of instruction (rep_m, rep_k): ldmatrix.x4, lanes 0-7 / 8-15 / 16-23 / 24-31
+  // giving the rows of the (rows 0-7, bytes 0-15) / (8-15, 0-15) / (0-7, 16-31) / (8-15, 16-31)
+  // blocks of the 16-row, 32-byte fragment.
+  std::vector<llvm::Value*> a_words(const MmaTiling& t, int rep_m, int rep_k) {
+    auto& b = L_.b;
+    llvm::Value* lane = L_.lane_id();
+    llvm::Value* wm = b.CreateAnd(L_.warp_id(), L_.const_i32(t.warps_m - 1));
+    llvm::Value* row = b.CreateAdd(b.CreateMul(b.CreateAdd(wm, L_.const_i32(t.warps_m * rep_m)), L_.const_i32(16)),
+                                   b.CreateAnd(lane, L_.const_i32(15)));
+    llvm::Value* col = b.CreateAdd(L_.const_i32(rep_k * t.instr.k * element_bytes_),
+                                   b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(16)));
+    return ldmatrix(4, false, address(row, col));
+  }
+
+  // The B words of instructions (rep_k, rep_n) and, when `pair`, (rep_k, rep_n + 1):
+  // ldmatrix.x4.trans (x2 without the pair); lanes 8j..8j+7 give the K rows 8(j%2)..+7 of
+  // the N block rep_n + j/2.
+  std::vector<llvm::Value*> b_words(const MmaTiling& t, int rep_k, int rep_n, bool pair) {
+    auto& b = L_.b;
+    llvm::Value* lane = L_.lane_id();
+    int wm_bits = __builtin_ctz(static_cast<unsigned>(t.warps_m));
+    llvm::Value* wn = b.CreateAnd(b.CreateLShr(L_.warp_id(), L_.const_i32(wm_bits)), L_.const_i32(t.warps_n - 1));
+    llvm::Value* k = b.CreateAdd(L_.const_i32(rep_k * t.instr.k), b.CreateAnd(lane, L_.const_i32(15)));
+    llvm::Value* block = b.CreateAdd(b.CreateAdd(wn, L_.const_i32(t.warps_n * rep_n)),
+                                     b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(t.warps_n)));
+    llvm::Value* col = b.CreateMul(block, L_.const_i32(8 * element_bytes_));
+    return ldmatrix(pair ? 4 : 2, true, address(k, col));
+  }
+
+ private:
+  // The shared address of byte `col_byte` of `row` (i32 values), swizzled.
+  llvm::Value* address(llvm::Value* row, llvm::Value* col_byte) {
+    auto& b = L_.b;
+    llvm::Value* line_group = b.CreateUDiv(row, L_.const_i32(tile_.rows_per_line()));
+    int64_t phase = std::min<int64_t>(tile_.chunks_per_row(), 8);
+    llvm::Value* mask = b.CreateURem(line_group, L_.const_i32(phase));
+    llvm::Value* chunk = b.CreateXor(b.CreateLShr(col_byte, L_.const_i32(4)), mask);
+    llvm::Value* offset = b.CreateAdd(b.CreateMul(row, L_.const_i32(tile_.row_bytes)),
+                                      b.CreateOr(b.CreateShl(chunk, L_.const_i32(4)), b.CreateAnd(col_byte, L_.const_i32(15))));
+    return b.CreateGEP(b.getInt8Ty(), base_, offset);
+  }
+
+  std::vector<llvm::Value*> ldmatrix(int matrices, bool transpose, llvm::Value* row_address) {
+    using llvm::Intrinsic::ID;
+    static constexpr ID plain[] = {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16,
+                                   llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16};
+    static constexpr ID trans[] = {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16,
+                                   llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16};
+    ID id = (transpose ? trans : plain)[matrices == 4];
+    llvm::Value* result = L_.call_intrinsic(id, {row_address->getType()}, {row_address});
+    std::vector<llvm::Value*> words;
+    for (unsigned j = 0; j < static_cast<unsigned>(matrices); ++j) words.push_back(L_.b.CreateExtractValue(result, j));
+    return words;
+  }
+
+  Lowering& L_;
+  llvm::Value* base_;
+  int element_bytes_;
+  SwizzledTile tile_;
+};
+
+bool in_fragment_layout(Lowering& L, const ir::Value* v, const LinearLayout& fragment_layout) {
+  return L.home(v).layout == fragment_layout || register_map(L.home(v).layout, fragment_layout).has_value();
+}
+
+// The words of every instruction's operand, `word_type` each (bitcast from ldmatrix's i32).
+Fragments as_word_type(Lowering& L, Fragments f, llvm::Type* word_type) {
+  for (auto& words : f)
+    for (auto& w : words) w = w->getType() == word_type ? w : L.b.CreateBitCast(w, word_type);
+  return f;
+}
+
 }  // namespace
 
 void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
   const ir::Value* a = op.operands[0];
   const ir::Value* bv = op.operands[1];
-  std::vector<llvm::Value*> av = in_layout(a, t.a);           // (M, K)
-  std::vector<llvm::Value*> bvals = in_layout(bv, t.b);       // (K, N)
   std::vector<llvm::Value*> acc = in_layout(op.operands[2], t.acc);  // (M, N)
   MmaEmitter mma(*this, t);
   int frag_a = t.instr.frag_a.num_regs(), frag_b = t.instr.frag_b.num_regs();
@@ -109,8 +222,39 @@ void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
   const unsigned b_param = 4;  // every mma.sync here takes four A words, then two B words
 
   if (t.instr.a_kind != MmaKind::tf32) {
-    mma.multiply(mma.pack(av, t.reps_m, frag_a, 0, a_reg), mma.pack(bvals, t.reps_n, frag_b, b_param, b_reg), acc);
+    bool a_shared = !in_fragment_layout(*this, a, t.a);
+    bool b_shared = t.instr.element_bits == 16 && !in_fragment_layout(*this, bv, t.b);
+    Fragments fa, fb;
+    if (a_shared || b_shared) {
+      SharedOperand sa(*this, a, shared_base());
+      SharedOperand sb(*this, bv, b.CreateGEP(b.getInt8Ty(), shared_base(), const_i32(a_shared ? sa.bytes() : 0)));
+      reserve_shared((a_shared ? sa.bytes() : 0) + (b_shared ? sb.bytes() : 0));
+      barrier();  // earlier readers of the scratch space are done
+      if (a_shared) sa.store(a);
+      if (b_shared) sb.store(bv);
+      barrier();
+      for (int m = 0; a_shared && m < t.reps_m; ++m)
+        for (int k = 0; k < t.reps_k; ++k) fa.push_back(sa.a_words(t, m, k));
+      if (b_shared) {
+        fb.resize(static_cast<size_t>(t.reps_n * t.reps_k));
+        for (int k = 0; k < t.reps_k; ++k)
+          for (int n = 0; n < t.reps_n; n += 2) {
+            bool pair = n + 1 < t.reps_n;
+            std::vector<llvm::Value*> words = sb.b_words(t, k, n, pair);
+            fb[static_cast<size_t>(n * t.reps_k + k)] = {words[0], words[1]};
+            if (pair) fb[static_cast<size_t>((n + 1) * t.reps_k + k)] = {words[2], words[3]};
+          }
+      }
+    }
+    llvm::FunctionType* mma_type = llvm::Intrinsic::getOrInsertDeclaration(module(), mma_intrinsic(t.instr))->getFunctionType();
+    fa = a_shared ? as_word_type(*this, fa, mma_type->getParamType(0))
+                  : mma.pack(in_layout(a, t.a), t.reps_m, frag_a, 0, a_reg);
+    fb = b_shared ? as_word_type(*this, fb, mma_type->getParamType(b_param))
+                  : mma.pack(in_layout(bv, t.b), t.reps_n, frag_b, b_param, b_reg);
+    mma.multiply(fa, fb, acc);
   } else {
+    std::vector<llvm::Value*> av = in_layout(a, t.a);      // (M, K)
+    std::vector<llvm::Value*> bvals = in_layout(bv, t.b);  // (K, N)
     bool three_products = op.attr_str("precision") == "tf32x3";
     auto to_tf32 = [&](llvm::Value* x) { return call_intrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {x}); };
     auto split = [&](const std::vector<llvm::Value*>& xs, std::vector<llvm::Value*>& hi, std::vector<llvm::Value*>& lo) {

@@ -75,6 +75,10 @@ CurrentThread& current();
 // Suspends the running thread and returns to the CTA's scheduler; returns when the
 // scheduler resumes it.
 void yield_to_scheduler();
+// Checks a shared-memory access of the running thread (flags: codegen::HostAccessFlags):
+// inside the CTA's block, aligned, and, with the race check on, not racing.
+void check_shared(const void* pointer, int64_t bytes, uint32_t flags);
+
 // Records `message` (prefixed with kernel, block and thread) as the CTA's error and leaves
 // the thread for good: the scheduler never resumes it.
 [[noreturn]] void abort_thread(std::string message);

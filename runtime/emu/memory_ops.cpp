@@ -66,6 +66,8 @@ void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
   }
 }
 
+}  // namespace
+
 void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
   Cta& cta = *current().cta;
   auto address = reinterpret_cast<uintptr_t>(pointer);
@@ -78,8 +80,6 @@ void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
     abort_thread(fmt::format("misaligned {}-byte shared {} at offset {}", bytes, access_name(flags), offset));
   if (cta.launch->racecheck && !(flags & codegen::kAccessAtomic)) check_race(cta, offset, bytes, flags);
 }
-
-}  // namespace
 
 void add_memory_symbols(codegen::HostSymbols& out) {
   out.emplace_back(codegen::kHostSharedBase, reinterpret_cast<void*>(shared_base));

@@ -1,5 +1,6 @@
 // The tensor-core lowering as PTX: the GEMM of every operand pairing uses the mma.sync
-// instruction the target's tensor cores have for it (or none: fp8 on sm_80, ieee f32),
+// instruction the target's tensor cores have for it (or none: fp8 on sm_80, ieee f32) with
+// operands loaded by ldmatrix where it applies,
 // ptxas accepts it for sm_80, sm_89 and sm_90a, and the default tile spills nothing on the
 // tensor cores.
 #include <gtest/gtest.h>
@@ -54,6 +55,13 @@ TEST(TensorCoreCompile, EveryPairingUsesItsInstructionAndAssemblesWithoutSpills)
         // 64x64x32 on 4 warps: each warp computes 32x32, 2 x 4 instructions per K step.
         size_t per_k_step = 2 * 4 * static_cast<size_t>(32 / instr->k) * (c.precision == 2 ? 3 : 1);
         EXPECT_EQ(count(k.ptx, instr->ptx_name()), per_k_step);
+        // Operands staged in shared memory come back through ldmatrix: A as 2 x (32 / k)
+        // x4 loads for 16- and 8-bit elements, B as (32 / k) x 2 transposing x4 loads for
+        // 16-bit elements.
+        size_t a_loads = instr->element_bits == 32 ? 0 : 2 * static_cast<size_t>(32 / instr->k);
+        size_t b_loads = instr->element_bits == 16 ? 2 * static_cast<size_t>(32 / instr->k) : 0;
+        EXPECT_EQ(count(k.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), a_loads);
+        EXPECT_EQ(count(k.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), b_loads);
       } else {
         EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
       }

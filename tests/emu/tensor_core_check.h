@@ -28,6 +28,8 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
          std::to_string(c.k);
 }
 
+inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
+
 // Operands of moderate size, every finite fp8 value allowed, any i8.
 inline Host random_gemm_operand(DType d, size_t n, Rng& rng) {
   Host h(d, n);

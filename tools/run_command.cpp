@@ -16,7 +16,7 @@ Command add_run_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   cmd->add_option("kernel", options->kernel, "Registered kernel name")->required();
-  cmd->add_option("--device", options->device, "cuda, cuda:N, emu or best (the GPU if there is one)")->capture_default_str();
+  cmd->add_option("--device", options->device, "cuda, cuda:N, emu, emu:ARCH or best (the GPU if there is one)")->capture_default_str();
   cmd->add_option("--set", options->settings, "Override a constant: NAME=VALUE (repeatable)");
   cmd->add_option("--seed", options->seed, "Random seed (default: fresh)");
   return [cmd, options]() {

@@ -4,32 +4,15 @@
 // indexing the lowering uses finds each instruction's fragment inside the tile layout.
 #include <gtest/gtest.h>
 
-#include <map>
 
 #include "codegen/mma_layout.h"
+#include "layout_coverage.h"
 
 namespace tilejit::codegen {
 namespace {
 
 const Target& sm80() { return find_target("sm_80"); }
 const Target& sm89() { return find_target("sm_89"); }
-
-// How many (register, lane, warp) inputs hold each element, at most; fails on elements held
-// by none or coordinates outside the shape.
-int max_holders(const LinearLayout& l) {
-  std::map<Coord, int> count;
-  for (int w = 0; w < l.num_warps(); ++w)
-    for (int lane = 0; lane < 32; ++lane)
-      for (int r = 0; r < l.num_regs(); ++r) {
-        Coord c = l.apply(r, lane, w);
-        for (int d = 0; d < l.rank(); ++d) EXPECT_TRUE(c[d] >= 0 && c[d] < l.shape[d]) << l.str();
-        ++count[c];
-      }
-  EXPECT_EQ(static_cast<int64_t>(count.size()), l.shape[0] * l.shape[1]) << l.str();
-  int most = 0;
-  for (auto& [c, n] : count) most = std::max(most, n);
-  return most;
-}
 
 struct Pairing {
   DType a, b;
@@ -67,9 +50,9 @@ TEST(MmaLayout, FragmentsHoldEachElementOnce) {
     SCOPED_TRACE(i.ptx_name());
     EXPECT_EQ(i.frag_a.shape, (ir::Shape{16, i.k}));
     EXPECT_EQ(i.frag_b.shape, (ir::Shape{i.k, 8}));
-    EXPECT_EQ(max_holders(i.frag_a), 1);
-    EXPECT_EQ(max_holders(i.frag_b), 1);
-    EXPECT_EQ(max_holders(i.frag_c), 1);
+    EXPECT_EQ(coverage(i.frag_a), 1);
+    EXPECT_EQ(coverage(i.frag_b), 1);
+    EXPECT_EQ(coverage(i.frag_c), 1);
     // Four A words and two B words per lane, whatever the element width.
     EXPECT_EQ(i.frag_a.num_regs() / i.elements_per_word(), 4);
     EXPECT_EQ(i.frag_b.num_regs() / i.elements_per_word(), 2);
@@ -112,9 +95,9 @@ TEST_P(MmaTileLayout, CoversTheTileAndIndexesFragments) {
     EXPECT_EQ(t->warps_m, c.expect_warps_m);
     EXPECT_EQ(t->warps_n, c.expect_warps_n);
     int working_warps = t->warps_m * t->warps_n;
-    EXPECT_EQ(max_holders(t->acc), c.warps / working_warps);
-    EXPECT_EQ(max_holders(t->a), c.warps / t->warps_m);  // warps along N share A's rows
-    EXPECT_EQ(max_holders(t->b), c.warps / t->warps_n);
+    EXPECT_EQ(coverage(t->acc), c.warps / working_warps);
+    EXPECT_EQ(coverage(t->a), c.warps / t->warps_m);  // warps along N share A's rows
+    EXPECT_EQ(coverage(t->b), c.warps / t->warps_n);
     // Instruction (rm, rn, rk) of warp (wm, wn) covers A rows 16*(wm + warps_m*rm), K
     // columns k*rk, and the matching B and accumulator blocks.
     for (int w = 0; w < working_warps; ++w) {

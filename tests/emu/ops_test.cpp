@@ -1409,16 +1409,8 @@ TEST_P(Dot, MatrixProductWithAndWithoutAccumulator) {
   else
     launch(dot_kernel<DType::f8e4m3, DType::f8e4m3>());
   Host got = download(out);
-  std::vector<LD> prod(static_cast<size_t>(mn)), scale(static_cast<size_t>(mn));
-  for (int64_t i = 0; i < cfg.mr; ++i)
-    for (int64_t j = 0; j < cfg.nr; ++j) {
-      LD s = 0, sc = 0;
-      for (int64_t t = 0; t < cfg.kr; ++t) {
-        LD p = a.get(size_t(i * cfg.kr + t)) * b.get(size_t(t * cfg.nr + j));
-        s += p, sc += std::fabs(p);
-      }
-      prod[size_t(i * cfg.nr + j)] = s, scale[size_t(i * cfg.nr + j)] = sc;
-    }
+  MatmulReference ref = matmul_reference(a, b, cfg.mr, cfg.nr, cfg.kr);
+  const std::vector<LD>&prod = ref.sum, &scale = ref.magnitude;
   std::string shape = " [" + dot_config_name(cfg) + ", problem " + std::to_string(cfg.mr) + "x" +
                       std::to_string(cfg.kr) + " @ " + std::to_string(cfg.kr) + "x" + std::to_string(cfg.nr) + "]";
   const char* names[] = {"dot(a, b, 0, ieee)", "dot(a, b, acc, ieee)", "dot(a, b) (default tf32)",

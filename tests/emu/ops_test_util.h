@@ -417,6 +417,27 @@ inline void expect_untouched(const std::string& what, const Host& got, const std
   if (bad) ADD_FAILURE() << what << ": " << bad << " masked-off elements were written:" << msg.str();
 }
 
+// --- matrix products ----------------------------------------------------------------------
+
+// a (m, k) @ b (k, n), row-major, in long double: the sums and, for tolerances, the sums of
+// |products|.
+struct MatmulReference {
+  std::vector<LD> sum, magnitude;
+};
+inline MatmulReference matmul_reference(const Host& a, const Host& b, int64_t m, int64_t n, int64_t k) {
+  MatmulReference r{std::vector<LD>(size_t(m * n)), std::vector<LD>(size_t(m * n))};
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      LD s = 0, magnitude = 0;
+      for (int64_t t = 0; t < k; ++t) {
+        LD p = a.get(size_t(i * k + t)) * b.get(size_t(t * n + j));
+        s += p, magnitude += std::fabs(p);
+      }
+      r.sum[size_t(i * n + j)] = s, r.magnitude[size_t(i * n + j)] = magnitude;
+    }
+  return r;
+}
+
 // --- dtype dispatch ---------------------------------------------------------------------------
 
 template <DType D>

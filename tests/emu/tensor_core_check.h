@@ -87,21 +87,13 @@ inline void check_tensor_core_gemm(const TensorCoreCase& c) {
     });
   }
 
-  std::vector<LD> got = download(out).values(), want(got.size()), scale(got.size());
-  for (int64_t i = 0; i < c.m; ++i)
-    for (int64_t j = 0; j < c.n; ++j) {
-      LD sum = 0, magnitude = 0;
-      for (int64_t t = 0; t < c.k; ++t) {
-        LD p = a.get(size_t(i * c.k + t)) * b.get(size_t(t * c.n + j));
-        sum += p, magnitude += std::fabs(p);
-      }
-      want[size_t(i * c.n + j)] = sum, scale[size_t(i * c.n + j)] = magnitude;
-    }
+  std::vector<LD> got = download(out).values();
+  MatmulReference ref = matmul_reference(a, b, c.m, c.n, c.k);
   auto where = [&](size_t i) { return "row " + std::to_string(i / size_t(c.n)) + " col " + std::to_string(i % size_t(c.n)); };
   if (acc == DType::i32)
-    expect_values(tensor_core_case_name(c), got, want, exact(), where);
+    expect_values(tensor_core_case_name(c), got, ref.sum, exact(), where);
   else
-    expect_scaled(tensor_core_case_name(c), got, want, scale, tensor_core_tolerance(c), where);
+    expect_scaled(tensor_core_case_name(c), got, ref.sum, ref.magnitude, tensor_core_tolerance(c), where);
 }
 
 }  // namespace tjops

@@ -4,7 +4,6 @@
 // indexing the lowering uses finds each instruction's fragment inside the tile layout.
 #include <gtest/gtest.h>
 
-
 #include "codegen/mma_layout.h"
 #include "layout_coverage.h"
 

@@ -21,7 +21,9 @@ TEST(SwizzledTile, PermutesBytesWithinEachRowAndKeepsChunksWhole) {
         int64_t o = t.byte_offset(r, c);
         EXPECT_EQ(o / row_bytes, r);
         EXPECT_EQ(o % 16, c % 16);
-        if (c % 16) EXPECT_EQ(o, t.byte_offset(r, c - 1) + 1);
+        if (c % 16) {
+          EXPECT_EQ(o, t.byte_offset(r, c - 1) + 1);
+        }
         seen.insert(o);
       }
     EXPECT_EQ(static_cast<int64_t>(seen.size()), t.bytes()) << row_bytes;

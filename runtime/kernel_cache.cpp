@@ -4,6 +4,7 @@
 //   <dir>/<first two characters of the key>/<key>.tjk   one entry per key
 //   <dir>/<shard>/<key>.tjk.tmp.<pid>.<random>           an entry being written
 //   <dir>/stats                                           "<hits> <misses>\n", updated under flock(2)
+//   <dir>/update.lock                                     held under flock(2) by update()
 //
 // An entry file is a 40-byte header, the label, then the payload. Integers are little-endian:
 //   offset  0: magic "TJKCACHE"        offset 16: payload length (u64)
@@ -26,19 +27,25 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <random>
 #include <unordered_map>
 
 #include "dsl/error.h"
 #include "dsl/log.h"
+#include "runtime/file_io.h"
 
 namespace tilejit {
 namespace {
 
 namespace fs = std::filesystem;
+using file_io::append_le;
+using file_io::errno_text;
+using file_io::read_exact;
+using file_io::read_le;
+using file_io::temp_path_for;
+using file_io::UniqueFd;
+using file_io::write_all;
 
 constexpr std::string_view kMagic = "TJKCACHE";
 constexpr uint32_t kFormatVersion = 1;
@@ -47,16 +54,6 @@ constexpr std::string_view kEntrySuffix = ".tjk";
 constexpr size_t kMaxKeyLength = 128;
 
 // --- hashing and encoding --------------------------------------------------------------------
-
-void append_le(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-
-uint64_t read_le(const char* in, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value |= uint64_t(static_cast<unsigned char>(in[i])) << (8 * i);
-  return value;
-}
 
 // XXH3-128 over the parts, each preceded by its length, so ("ab", "c") and ("a", "bc") differ.
 XXH128_hash_t hash_parts(std::initializer_list<std::string_view> parts) {
@@ -91,74 +88,12 @@ std::string encode_header(std::string_view label, std::string_view payload) {
   return header;
 }
 
-// Keys name files, so they are restricted to characters that are safe in a file name.
-bool is_valid_key(std::string_view key) {
-  return key.size() >= 2 && key.size() <= kMaxKeyLength &&
-         std::all_of(key.begin(), key.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); });
-}
-
 void check_key(const std::string& key) {
-  if (!is_valid_key(key)) fail("kernel cache key '{}' must be 2 to {} lowercase letters or digits", key, kMaxKeyLength);
+  if (!is_valid_cache_key(key)) fail("kernel cache key '{}' must be 2 to {} lowercase letters or digits", key, kMaxKeyLength);
 }
 
 int64_t now_unix() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// --- file descriptors --------------------------------------------------------------------------
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  // Closes now and reports the result: on network file systems a failed write can show up
-  // only here.
-  bool close() {
-    int fd = fd_;
-    fd_ = -1;
-    return ::close(fd) == 0;
-  }
-
- private:
-  int fd_;
-};
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-// Reads exactly `size` bytes; false on an error or an early end of file.
-bool read_exact(int fd, char* out, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::read(fd, out, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    out += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-std::string errno_text() { return std::strerror(errno); }
-
-// A name no other writer uses: the pid separates processes on this host (and forked
-// children, whose random generators start out as copies), the random part separates hosts
-// sharing a network file system.
-fs::path temp_path_for(const fs::path& final_path) {
-  thread_local std::mt19937_64 random_bits{std::random_device{}()};
-  return final_path.string() + fmt::format(".tmp.{}.{:016x}", ::getpid(), random_bits());
 }
 
 // --- entry files -------------------------------------------------------------------------------
@@ -344,6 +279,19 @@ class DiskStore {
 
   void record_lookup(bool hit) const { stats_file_.add(hit ? 1 : 0, hit ? 0 : 1); }
 
+  // Holds the directory's update lock (flock(2), released when the descriptor closes). When
+  // the lock file cannot be used, updates are atomic within this process only: a warning.
+  UniqueFd lock_for_update() const {
+    fs::path path = root_ / "update.lock";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    if (!fd || ::flock(fd.get(), LOCK_EX) != 0) {
+      log::warn("kernel cache: cannot lock {}: {}; updates are not coordinated with other processes", path.string(),
+                errno_text());
+      return UniqueFd(-1);
+    }
+    return fd;
+  }
+
   std::vector<CacheEntryInfo> list() const {
     std::vector<CacheEntryInfo> out;
     for_each_file([&](const fs::path& path) {
@@ -393,7 +341,7 @@ class DiskStore {
     std::string name = path.filename().string();
     if (!name.ends_with(kEntrySuffix)) return {};
     std::string key = name.substr(0, name.size() - kEntrySuffix.size());
-    return is_valid_key(key) ? key : std::string();
+    return is_valid_cache_key(key) ? key : std::string();
   }
 
   // Calls `visit` for every regular file in the shard directories. Non-throwing: other
@@ -444,6 +392,12 @@ std::string cache_key(std::initializer_list<std::string_view> parts) {
   return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
 }
 
+// Keys name files, so they are restricted to characters that are safe in a file name.
+bool is_valid_cache_key(std::string_view key) {
+  return key.size() >= 2 && key.size() <= kMaxKeyLength &&
+         std::all_of(key.begin(), key.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); });
+}
+
 // Lookups are counted in the directory's stats file when there is one. Memory-only, the
 // memory layer is the whole cache, so its lookups are counted instead, for this process.
 struct KernelCache::Impl {
@@ -451,7 +405,9 @@ struct KernelCache::Impl {
   std::optional<DiskStore> disk;
   mutable std::mutex mutex;
   std::unordered_map<std::string, MemoryEntry> memory;  // guarded by mutex
-  std::atomic<int64_t> memory_hits = 0, memory_misses = 0;
+  std::vector<std::shared_ptr<const CachePack>> packs;  // guarded by mutex
+  std::mutex update_mutex;  // serializes update() within the process
+  std::atomic<int64_t> memory_hits = 0, memory_misses = 0, prebuilt_hits = 0;
 
   explicit Impl(CacheOptions opts) : options(std::move(opts)) {
     if (options.enabled && !options.directory.empty()) disk = DiskStore::open(options.directory);
@@ -461,6 +417,18 @@ struct KernelCache::Impl {
     std::lock_guard lock(mutex);
     auto it = memory.find(key);
     return it == memory.end() ? nullptr : it->second.value;
+  }
+
+  // The first attached pack's entry under `key` (packs are searched in the order attached).
+  std::optional<StoredEntry> find_in_packs(const std::string& key) const {
+    std::vector<std::shared_ptr<const CachePack>> layers;
+    {
+      std::lock_guard lock(mutex);
+      layers = packs;
+    }
+    for (const auto& pack : layers)
+      if (auto found = pack->find(key)) return StoredEntry{std::move(found->label), std::move(found->value)};
+    return std::nullopt;
   }
 
   // Keeps a value read from disk; a value put meanwhile by another thread is newer and stays.
@@ -483,7 +451,11 @@ struct KernelCache::Impl {
 KernelCache::KernelCache(CacheOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
 
 KernelCache& KernelCache::global() {
-  static KernelCache cache(options_from_environment());
+  static KernelCache cache = [] {
+    KernelCache environment_cache(options_from_environment());
+    environment_cache.attach_packs_or_warn(prebuilt_from_environment());
+    return environment_cache;
+  }();
   return cache;
 }
 
@@ -502,6 +474,17 @@ CacheOptions KernelCache::options_from_environment() {
   return options;
 }
 
+std::vector<std::string> KernelCache::prebuilt_from_environment() {
+  std::string list = environment("TILEJIT_PREBUILT");
+  std::vector<std::string> paths;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = std::min(list.find(':', start), list.size());
+    if (end > start) paths.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return paths;
+}
+
 std::optional<std::shared_ptr<const std::string>> KernelCache::get(const std::string& key) {
   check_key(key);
   if (!enabled()) return std::nullopt;
@@ -509,14 +492,78 @@ std::optional<std::shared_ptr<const std::string>> KernelCache::get(const std::st
     if (!impl_->disk) ++impl_->memory_hits;
     return in_memory;
   }
-  if (!impl_->disk) {
-    ++impl_->memory_misses;
-    return std::nullopt;
-  }
-  auto stored = impl_->disk->read(key);
-  impl_->disk->record_lookup(stored.has_value());
+  std::optional<StoredEntry> stored;
+  if (impl_->disk) stored = impl_->disk->read(key);
+  if (!stored && (stored = impl_->find_in_packs(key))) ++impl_->prebuilt_hits;
+  if (impl_->disk) impl_->disk->record_lookup(stored.has_value());
+  else ++(stored ? impl_->memory_hits : impl_->memory_misses);
   if (!stored) return std::nullopt;
   return impl_->remember(key, std::move(*stored));
+}
+
+void KernelCache::update(const std::string& key, std::string_view label, const Change& change) {
+  check_key(key);
+  if (!enabled()) return;
+  std::lock_guard update_lock(impl_->update_mutex);
+  UniqueFd directory_lock = impl_->disk ? impl_->disk->lock_for_update() : UniqueFd(-1);
+  std::optional<StoredEntry> current;
+  if (impl_->disk) {
+    current = impl_->disk->read(key);
+  } else if (auto in_memory = impl_->find_in_memory(key)) {
+    current = StoredEntry{std::string(label), *in_memory};
+  }
+  if (!current) current = impl_->find_in_packs(key);
+  std::optional<std::string> next = change(current ? std::optional<std::string_view>(current->value) : std::nullopt);
+  if (next) {
+    put(key, label, std::move(*next));
+  } else if (current) {  // what this process remembers becomes what is stored
+    std::lock_guard lock(impl_->mutex);
+    impl_->memory[key] = MemoryEntry{std::move(current->label),
+                                     std::make_shared<const std::string>(std::move(current->value)), now_unix()};
+  }
+}
+
+void KernelCache::attach_pack(std::shared_ptr<const CachePack> pack) {
+  TJ_CHECK(pack);
+  std::lock_guard lock(impl_->mutex);
+  impl_->packs.push_back(std::move(pack));
+}
+
+void KernelCache::attach_pack(const std::string& path) {
+  attach_pack(CachePack::open(path, PackRequirements::for_this_machine()));
+}
+
+void KernelCache::attach_packs_or_warn(const std::vector<std::string>& paths) {
+  if (!enabled() || paths.empty()) return;
+  PackRequirements requirements;
+  try {
+    requirements = PackRequirements::for_this_machine();
+  } catch (const Error& e) {
+    log::warn("kernel cache: no pack attached: this machine's architecture is unknown ({})", e.what());
+    return;
+  }
+  for (const std::string& path : paths) {
+    try {
+      attach_pack(CachePack::open(path, requirements));
+    } catch (const Error& e) {
+      log::warn("{}", e.what());
+    }
+  }
+}
+
+std::vector<std::shared_ptr<const CachePack>> KernelCache::packs() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->packs;
+}
+
+void KernelCache::for_each_entry(const std::function<void(const CacheEntryInfo&, const std::string&)>& visit) const {
+  if (impl_->disk) {
+    for (const CacheEntryInfo& info : impl_->disk->list())
+      if (auto entry = impl_->disk->read(info.key)) visit(info, entry->value);
+    return;
+  }
+  for (const CacheEntryInfo& info : impl_->list_memory())
+    if (auto value = impl_->find_in_memory(info.key)) visit(info, *value);
 }
 
 void KernelCache::put(const std::string& key, std::string_view label, std::string value) {
@@ -539,7 +586,11 @@ std::vector<CacheEntryInfo> KernelCache::list() const {
 }
 
 CacheStats KernelCache::stats() const {
-  if (impl_->disk) return impl_->disk->stats();
+  if (impl_->disk) {
+    CacheStats stats = impl_->disk->stats();
+    stats.prebuilt_hits = impl_->prebuilt_hits;
+    return stats;
+  }
   CacheStats stats;
   for (auto& entry : impl_->list_memory()) {
     ++stats.entries;
@@ -547,6 +598,7 @@ CacheStats KernelCache::stats() const {
   }
   stats.hits = impl_->memory_hits;
   stats.misses = impl_->memory_misses;
+  stats.prebuilt_hits = impl_->prebuilt_hits;
   return stats;
 }
 
@@ -556,6 +608,7 @@ void KernelCache::clear() {
   impl_->memory.clear();
   impl_->memory_hits = 0;
   impl_->memory_misses = 0;
+  impl_->prebuilt_hits = 0;
 }
 
 }  // namespace tilejit

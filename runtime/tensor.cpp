@@ -137,6 +137,20 @@ std::string Tensor::describe() const {
   return fmt::format("{}[{}] on {}", dtype_name(dtype_), dims, where);
 }
 
+Tensor Tensor::view(std::vector<int64_t> shape, int64_t element_offset) const {
+  if (!is_contiguous()) fail("view of {}: the tensor is not contiguous", describe());
+  Tensor v = *this;
+  v.shape_ = std::move(shape);
+  v.strides_ = contiguous_strides(v.shape_);
+  for (int64_t d : v.shape_)
+    if (d < 0) fail("view of {}: negative dimension in shape {}", describe(), v.describe());
+  if (element_offset < 0 || element_offset + v.numel() > numel())
+    fail("view of {}: {} elements from offset {} reach past its {} elements", describe(), v.numel(), element_offset,
+         numel());
+  v.data_ = static_cast<char*>(data_) + element_offset * dtype_storage_bytes(dtype_);
+  return v;
+}
+
 void Tensor::copy_from_host(const void* src, size_t bytes) {
   if (!is_contiguous()) fail("copy_from_host: {} is not contiguous", describe());
   if (static_cast<int64_t>(bytes) != this->bytes())

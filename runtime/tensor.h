@@ -39,6 +39,10 @@ class Tensor {
   bool is_contiguous() const;
   void* data() const { return data_; }
   std::string describe() const;  // "f32[128, 64] on cuda:0"
+  // A contiguous tensor of `shape` over this contiguous tensor's memory, starting
+  // `element_offset` elements in; it shares (and keeps alive) the memory. Throws when it would
+  // reach past the end.
+  Tensor view(std::vector<int64_t> shape, int64_t element_offset = 0) const;
 
   // Whole-tensor copies for contiguous tensors (synchronous, on the default stream).
   void copy_from_host(const void* src, size_t bytes);

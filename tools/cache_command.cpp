@@ -1,5 +1,6 @@
 // `tilejit cache ls | stats | clear`: look at and empty the kernel cache configured by the
-// environment (TILEJIT_CACHE_DIR, TILEJIT_CACHE_DISABLE).
+// environment (TILEJIT_CACHE_DIR, TILEJIT_CACHE_DISABLE, TILEJIT_PREBUILT). The pack
+// subcommands are in cache_pack_command.cpp.
 #include <ctime>
 
 #include <fmt/format.h>
@@ -40,6 +41,8 @@ int run_stats(const KernelCache& cache) {
   fmt::print("bytes:     {}\n", stats.bytes);
   fmt::print("hits:      {}\n", stats.hits);
   fmt::print("misses:    {}\n", stats.misses);
+  for (const auto& pack : cache.packs())
+    fmt::print("pack:      {} ({}, {} entries, read-only)\n", pack->path(), pack->manifest().arch, pack->entry_count());
   return 0;
 }
 
@@ -53,15 +56,17 @@ int run_clear(KernelCache& cache) {
 }  // namespace
 
 Command add_cache_command(CLI::App& app) {
-  auto* cache = app.add_subcommand("cache", "Inspect or empty the kernel cache (TILEJIT_CACHE_DIR)");
+  auto* cache = app.add_subcommand("cache", "Inspect, empty, pack or import the kernel cache (TILEJIT_CACHE_DIR)");
   cache->require_subcommand(1);
   auto* ls = cache->add_subcommand("ls", "One line per entry: key, bytes, modified time, label");
   auto* stats = cache->add_subcommand("stats", "Directory, entries, bytes, hits and misses");
   auto* clear = cache->add_subcommand("clear", "Remove every entry and reset the counts");
+  Command pack_commands = add_cache_pack_commands(*cache);
   // -1: `cache` was not the command given (tilejit.cpp tries each command in turn). The
   // cache is opened only when it was, so other commands never create its directory.
-  return [cache, ls, stats, clear] {
+  return [cache, ls, stats, clear, pack_commands] {
     if (!cache->parsed()) return -1;
+    if (int status = pack_commands(); status >= 0) return status;
     KernelCache& kernel_cache = KernelCache::global();
     if (ls->parsed()) return run_ls(kernel_cache);
     if (stats->parsed()) return run_stats(kernel_cache);

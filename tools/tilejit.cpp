@@ -1,4 +1,5 @@
-// The tilejit command line: list, emit, run and inspect kernels, devices and the kernel cache.
+// The tilejit command line: list, emit, run and tune kernels; inspect devices; inspect, pack
+// and import the kernel cache.
 #include <cstdio>
 #include <iostream>
 
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<tools::Command> commands = {tools::add_info_command(app), tools::add_run_command(app),
-                                          tools::add_cache_command(app)};
+                                          tools::add_cache_command(app), tools::add_tune_command(app)};
   auto* list = app.add_subcommand("list", "Print the registered kernels, one per line, name first");
 
   auto* emit = app.add_subcommand("emit", "Write a kernel's tile IR, LLVM IR or PTX to stdout");

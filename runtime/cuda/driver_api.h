@@ -26,6 +26,7 @@
   X(cuStreamCreate)                      \
   X(cuStreamDestroy)                     \
   X(cuStreamSynchronize)                 \
+  X(cuStreamQuery)                       \
   X(cuEventCreate)                       \
   X(cuEventRecord)                       \
   X(cuEventSynchronize)                  \

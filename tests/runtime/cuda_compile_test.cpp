@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +27,7 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/kernel_cache.h"
+#include "tests/scoped_env.h"
 
 namespace tilejit {
 namespace {
@@ -36,6 +36,7 @@ namespace fs = std::filesystem;
 using namespace tilejit::dsl;
 using cuda::compile_cuda_kernel;
 using cuda::CudaKernelImage;
+using testing_util::ScopedEnv;
 
 // How many times add_one's body has been traced in this process (tracing runs on the
 // calling thread, and these tests call from one).
@@ -53,23 +54,6 @@ const Kernel& add_one() {
       });
   return kernel;
 }
-
-// Sets an environment variable for one scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 class CudaCompileTest : public testing::Test {
  protected:

@@ -23,6 +23,8 @@
 
 #include "dsl/error.h"
 #include "runtime/kernel_cache.h"
+#include "tests/child_process.h"
+#include "tests/scoped_env.h"
 
 namespace {
 
@@ -30,6 +32,9 @@ namespace fs = std::filesystem;
 using tilejit::CacheOptions;
 using tilejit::cache_key;
 using tilejit::KernelCache;
+using tilejit::testing_util::exit_status;
+using tilejit::testing_util::fork_child;
+using tilejit::testing_util::ScopedEnv;
 
 std::string value_of(const std::optional<std::shared_ptr<const std::string>>& got) {
   return got ? **got : "<miss>";
@@ -232,20 +237,6 @@ bool is_written_value(const std::string& value, int iterations) {
   return false;
 }
 
-// Runs `body` in a child process; its return value is the child's exit status.
-template <typename Body>
-pid_t fork_child(Body body) {
-  pid_t pid = ::fork();
-  if (pid == 0) ::_exit(body());
-  return pid;
-}
-
-int exit_status(pid_t pid) {
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
 TEST_F(KernelCacheTest, ConcurrentWritersAndAReaderInSeparateProcesses) {
   constexpr int kIterations = 200;
   std::string key = cache_key({"contended"});
@@ -375,20 +366,6 @@ TEST_F(KernelCacheTest, DisabledCacheAlwaysMisses) {
 }
 
 // --- the environment -------------------------------------------------------------------------
-
-// Sets (or, for nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? ::setenv(name, value, 1) : ::unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(KernelCacheEnvironment, DirectoryFromTheEnvironment) {
   ScopedEnv home("HOME", "/home/someone"), xdg("XDG_CACHE_HOME", nullptr), dir("TILEJIT_CACHE_DIR", nullptr),

@@ -55,6 +55,21 @@ TEST(Tensor, CopiesCheckSizes) {
               HasSubstr("12 bytes given for f32[4] on emu (16 bytes)"));
 }
 
+TEST(Tensor, ViewsShareMemoryAndKeepItAlive) {
+  Tensor view = [] {
+    Tensor t = Tensor::empty(Device::emu(), DType::f32, {2, 3});
+    std::vector<float> v = {1, 2, 3, 4, 5, 6};
+    t.copy_from_host(std::span<const float>(v));
+    Tensor tail = t.view({2, 2}, 2);
+    EXPECT_EQ(tail.data(), static_cast<float*>(t.data()) + 2);
+    EXPECT_EQ(tail.strides(), (std::vector<int64_t>{2, 1}));
+    return tail;
+  }();  // the original tensor is gone; the view keeps the memory
+  EXPECT_EQ(view.to_host<float>(), (std::vector<float>{3, 4, 5, 6}));
+  EXPECT_THAT(error_of([&] { view.view({5}); }), HasSubstr("5 elements from offset 0 reach past its 4 elements"));
+  EXPECT_THAT(error_of([&] { view.view({1}, 4); }), HasSubstr("1 elements from offset 4 reach past its 4 elements"));
+}
+
 TEST(Tensor, DlpackRoundTripSharesMemory) {
   Tensor t = Tensor::empty(Device::emu(), DType::f32, {2, 3});
   std::vector<float> v = {1, 2, 3, 4, 5, 6};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tilejit command line: every listed kernel's `emit` output in every format, PTX
 # assembled by ptxas for sm_80 and sm_90a when the toolkit is installed, every kernel run in
-# the emulator, info, the cache commands, and clear errors.
+# the emulator, info, the cache commands, tuning (resumed after Ctrl-C), cache packs (made,
+# verified, loaded read-only by a fresh cache, imported, refused), and clear errors.
 set -euo pipefail
 tilejit="$1"
 ptxas="${CUDA_HOME:-/usr/local/cuda}/bin/ptxas"
@@ -54,6 +55,60 @@ check "cache stats" bash -c "'$tilejit' cache stats | grep -q 'entries'"
 check "cache ls" "$tilejit" cache ls
 check "cache clear" bash -c "'$tilejit' cache clear | grep -q 'removed 0 entries'"
 check "info names the cache" bash -c "'$tilejit' info | grep -q '$work/cache'"
+
+# Tuning, on a cache of its own: a progress line per trial, results that a second run finds.
+export TILEJIT_CACHE_DIR="$work/tuned"
+shapes="$work/shapes.txt"
+printf '# vector_add shapes\nn=30000\n\nn=5000  # a second bucket\n' >"$shapes"
+tune_add="'$tilejit' tune --op vector_add --shapes '$shapes' --device emu"
+check "tune" bash -c "$tune_add --top-k 3 2>'$work/progress' | grep -E '^\[n=30000\]  best [0-9.]+ ms  BLOCK=[0-9]+ num_warps=[0-9]+  \(3 timed'"
+check "tune progress" grep -E '^\[#+\] +6/6 +took [0-9]+:[0-9]{2} +\[n=5000\] best [0-9.]+ ms' "$work/progress"
+check "tune again finds both shapes" bash -c "$tune_add | grep -c 'already tuned' | grep -qx 2"
+check "tune unknown op" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -q \"no tunable op 'nope'\""
+printf 'n=3\nm=3\n' >"$work/bad_shapes.txt"
+check "tune bad shape line" bash -c "'$tilejit' tune --op vector_add --shapes '$work/bad_shapes.txt' 2>&1 | grep -q \"bad_shapes.txt:2: vector_add: shape 'm=3' lacks dimension n\""
+
+# Ctrl-C stops a tuning run after the trial in progress (exit status 130); the same command
+# then resumes, reusing the recorded trials.
+tune_interrupted_then_resumed() {
+  export TILEJIT_CACHE_DIR="$work/interrupted"
+  echo 'M=96 N=96 K=96' >"$work/gemm_shapes.txt"
+  local tune_gemm="$tilejit tune --op gemm --shapes $work/gemm_shapes.txt --device emu --top-k 16" pid status
+  $tune_gemm >"$work/int.out" 2>"$work/int.err" &
+  pid=$!
+  for _ in $(seq 3000); do grep -q ' 1/16 ' "$work/int.err" 2>/dev/null && break; sleep 0.01; done
+  kill -INT "$pid"
+  wait "$pid" && status=0 || status=$?
+  [ "$status" -eq 130 ] && grep -q 'interrupted: the trials so far are recorded' "$work/int.out" || return 1
+  $tune_gemm 2>/dev/null | grep -E '\([0-9]+ timed, [1-9][0-9]* reused'
+}
+check "tune resumes after Ctrl-C" tune_interrupted_then_resumed
+export TILEJIT_CACHE_DIR="$work/tuned"
+
+# Cache packs: one file made from the tuned cache serves a fresh, empty cache read-only.
+pack="$work/tuned.tjpack"
+check "cache pack" bash -c "'$tilejit' cache pack -o '$pack' --device emu | grep -E '^packed [0-9]+ entries of .* for sm_'"
+check "cache verify" bash -c "'$tilejit' cache verify '$pack' | grep -q '^usable:       yes'"
+with_pack="TILEJIT_CACHE_DIR='$work/fresh' TILEJIT_PREBUILT='/nonexistent.tjpack:$pack'"
+check "a prebuilt pack serves the tuning" bash -c "$with_pack $tune_add 2>/dev/null | grep -c 'already tuned' | grep -qx 2"
+check "a missing prebuilt pack is a warning" bash -c "$with_pack $tune_add 2>&1 >/dev/null | grep -q 'nonexistent.tjpack: cannot open'"
+check "prebuilt packs are listed" bash -c "$with_pack '$tilejit' cache stats 2>/dev/null | grep -q '^pack: .*tuned.tjpack (sm_.*, read-only)'"
+check "the fresh cache stays empty" bash -c "TILEJIT_CACHE_DIR='$work/fresh' '$tilejit' cache stats | grep -q '^entries:   0'"
+check "cache import" bash -c "TILEJIT_CACHE_DIR='$work/imported' '$tilejit' cache import '$pack' | grep -E '^imported [1-9][0-9]* entries'"
+check "imported tuning" bash -c "TILEJIT_CACHE_DIR='$work/imported' $tune_add | grep -c 'already tuned' | grep -qx 2"
+# Refusals, each with a clear message and a failing exit status.
+head -c 200 "$pack" >"$work/truncated.tjpack"
+echo "not a pack" >"$work/foreign.tjpack"
+cp "$pack" "$work/flipped.tjpack"
+printf 'X' | dd of="$work/flipped.tjpack" bs=1 seek=80 conv=notrunc status=none
+check "truncated pack refused" bash -c "'$tilejit' cache verify '$work/truncated.tjpack' 2>&1 | grep -q 'truncated.tjpack is truncated: 200 bytes'"
+check "truncated pack fails verify" bash -c "! '$tilejit' cache verify '$work/truncated.tjpack' 2>/dev/null"
+check "foreign file refused" bash -c "'$tilejit' cache import '$work/foreign.tjpack' 2>&1 | grep -q 'foreign.tjpack is not a tilejit cache pack'"
+check "damaged entry found" bash -c "'$tilejit' cache verify '$work/flipped.tjpack' | grep -q '^damaged: .*checksum mismatch'"
+check "damaged pack fails verify" bash -c "! '$tilejit' cache verify '$work/flipped.tjpack' >/dev/null"
+check "damaged pack imports nothing" bash -c "TILEJIT_CACHE_DIR='$work/none' '$tilejit' cache import '$work/flipped.tjpack' 2>&1 | grep -q 'is damaged; nothing imported'"
+check "another arch refused" bash -c "'$tilejit' cache import '$pack' --arch sm_80 2>&1 | grep -q 'holds kernels for sm_.*; this machine needs sm_80: not used'"
+check "verify names the arch mismatch" bash -c "'$tilejit' cache verify '$pack' --arch sm_80 | grep -q '^usable:       no: '"
 [ -x "$ptxas" ] || echo "ptxas not installed: PTX checked for its target line only"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,31 @@
+// How an op call picks its config: the tuning database's result for the shape's bucket
+// (tuned offline, loaded from a pack, or tuned earlier); for a shape nobody tuned, the op's
+// heuristic, or with TILEJIT_AUTOTUNE=1 the shape is tuned right then, on fresh random inputs
+// of that shape, and remembered in the database for every later call and process.
+//
+// A stored config is used only when it names exactly the op's tunable constants and meets the
+// constraints for the exact shape of the call (a bucket holds shapes a constraint may tell
+// apart); otherwise the call falls back as for an untuned shape.
+#pragma once
+
+#include "autotune/tunable.h"
+#include "autotune/tuner.h"
+#include "autotune/tuning_db.h"
+
+namespace tilejit::autotune {
+
+enum class ConfigSource { database, tuned_now, heuristic };
+const char* config_source_name(ConfigSource source);
+
+struct ConfigChoice {
+  Config config;
+  ConfigSource source = ConfigSource::heuristic;
+};
+
+// TILEJIT_AUTOTUNE: any value but "" or "0" tunes untuned shapes on first use.
+bool autotune_on_first_use();
+
+ConfigChoice choose_config(const TunableKernel& op, const ProblemShape& shape, Device& device,
+                           TuningDatabase& db = TuningDatabase::global(), const TuneOptions& options = {});
+
+}  // namespace tilejit::autotune

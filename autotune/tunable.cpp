@@ -1,0 +1,31 @@
+#include "autotune/tunable.h"
+
+#include <fmt/ranges.h>
+
+#include "dsl/error.h"
+
+namespace tilejit::autotune {
+
+ProblemShape TunableKernel::checked_shape(const ProblemShape& shape) const {
+  ProblemShape out;
+  for (const std::string& dim : dims) {
+    if (!shape.has(dim)) fail("{}: shape '{}' lacks dimension {} (the op's dimensions: {})", name, shape.str(), dim,
+                              fmt::join(dims, " "));
+    if (shape[dim] < 1) fail("{}: shape '{}': {} must be positive", name, shape.str(), dim);
+    out.values.emplace_back(dim, shape[dim]);
+  }
+  if (shape.values.size() != dims.size())
+    fail("{}: shape '{}' has dimensions the op does not (the op's dimensions: {})", name, shape.str(),
+         fmt::join(dims, " "));
+  return out;
+}
+
+Config TunableKernel::heuristic_config(const ProblemShape& shape, const DeviceInfo& device) const {
+  if (heuristic) return heuristic(shape, device);
+  dsl::Constants declared = kernel().constants();
+  Config out;
+  for (const std::string& constant : space.constants()) out.values.emplace_back(constant, declared[constant]);
+  return out;
+}
+
+}  // namespace tilejit::autotune

@@ -1,0 +1,123 @@
+#include "autotune/tuner.h"
+
+#include <algorithm>
+
+#include "autotune/parallel.h"
+#include "autotune/resource_limits.h"
+#include "dsl/error.h"
+#include "dsl/log.h"
+
+namespace tilejit::autotune {
+namespace {
+
+// The configs that meet every constraint for `shape`, cheapest estimate first (ties keep the
+// space's order).
+std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device,
+                                      TuneResult& result) {
+  struct Ranked {
+    Config config;
+    double estimate_ms;
+  };
+  std::vector<Ranked> ranked;
+  for (Config& config : op.space.configs()) {
+    ++result.configs;
+    if (auto broken = op.space.violated(config, shape)) {
+      ++result.pruned;
+      log::debug("autotune {} [{}]: {} pruned: needs {}", op.name, shape.str(), config.str(), *broken);
+      continue;
+    }
+    double estimate = op.work ? estimate_ms(op.work(config, shape), device) : 0;
+    ranked.push_back({std::move(config), estimate});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.estimate_ms < b.estimate_ms; });
+  std::vector<Config> out;
+  for (Ranked& r : ranked) out.push_back(std::move(r.config));
+  return out;
+}
+
+struct Build {
+  std::optional<KernelReport> report;
+  std::string error;
+};
+
+TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const Build& build) {
+  if (!build.report) return {TrialStatus::compile_failed, 0, build.error};
+  if (auto too_big = exceeds_device_limits(*build.report, runner.device()))
+    return {TrialStatus::over_limits, 0, *too_big};
+  try {
+    Measurement m = runner.measure(config);
+    if (!m.correct) return {TrialStatus::wrong, 0, m.mismatch};
+    return {TrialStatus::ok, m.ms, ""};
+  } catch (const Error& e) {
+    return {TrialStatus::launch_failed, 0, e.what()};
+  }
+}
+
+// A candidate that ran takes one of the top_k places; one that never ran makes way for the next.
+bool ran(TrialStatus status) {
+  return status == TrialStatus::ok || status == TrialStatus::wrong || status == TrialStatus::launch_failed;
+}
+
+}  // namespace
+
+TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, CandidateRunner& runner,
+                TuningDatabase& db, const TuneOptions& options) {
+  if (options.top_k < 1) fail("autotune {}: top_k must be at least 1, got {}", op.name, options.top_k);
+  ProblemShape shape = op.checked_shape(requested_shape);
+  TuneResult result;
+  result.key = TuningKey::of(op, shape, runner.device());
+  std::vector<Config> ranked = ranked_candidates(op, shape, runner.device(), result);
+  TuneProgress progress{0, static_cast<int>(std::min<size_t>(size_t(options.top_k), ranked.size())), {}, 0};
+
+  for (size_t next = 0; progress.done < options.top_k && next < ranked.size() && !result.interrupted;) {
+    size_t count = std::min(ranked.size() - next, size_t(options.top_k - progress.done));
+    std::vector<std::optional<TrialRecord>> recorded(count);
+    for (size_t i = 0; i < count; ++i) recorded[i] = db.trial(result.key, shape, ranked[next + i]);
+    std::vector<Build> builds(count);
+    run_in_parallel(count, options.compile_threads, [&](size_t i) {
+      if (recorded[i]) return;
+      try {
+        builds[i].report = runner.prepare(ranked[next + i]);
+      } catch (const Error& e) {
+        builds[i].error = e.what();
+      }
+    });
+
+    for (size_t i = 0; i < count; ++i) {
+      if (options.should_stop && options.should_stop()) {
+        result.interrupted = true;
+        break;
+      }
+      const Config& config = ranked[next + i];
+      CandidateResult candidate{config, {}, recorded[i].has_value()};
+      if (candidate.reused) {
+        candidate.trial = *recorded[i];
+        ++result.reused;
+      } else {
+        candidate.trial = run_candidate(runner, config, builds[i]);
+        db.record_trial(result.key, shape, config, candidate.trial);
+        if (candidate.trial.status == TrialStatus::ok) ++result.timed;
+      }
+      const TrialRecord& trial = candidate.trial;
+      log::info("autotune {} [{}] {}: {} {}", op.name, shape.str(), config.str(), trial_status_name(trial.status),
+                trial.status == TrialStatus::ok ? fmt::format("{:.4f} ms", trial.ms) : trial.detail);
+      if (trial.status != TrialStatus::ok) ++result.rejected;
+      if (ran(trial.status)) ++progress.done;
+      if (trial.status == TrialStatus::ok && (!progress.best || trial.ms < progress.best_ms)) {
+        progress.best = config;
+        progress.best_ms = trial.ms;
+      }
+      result.candidates.push_back(std::move(candidate));
+      if (options.on_progress) options.on_progress(progress);
+    }
+    next += count;
+  }
+
+  if (!result.interrupted && progress.best)
+    result.best = db.offer_best(result.key, {*progress.best, progress.best_ms, shape, 0});
+  else
+    result.best = db.best(result.key);
+  return result;
+}
+
+}  // namespace tilejit::autotune

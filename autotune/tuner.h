@@ -1,0 +1,60 @@
+// The tuner: finds the fastest correct config of an op for one problem shape on one device.
+//
+//   1. Every config of the space that breaks a constraint for the shape is pruned.
+//   2. The rest are ranked by the analytic cost model; only the best `top_k` are timed.
+//   3. Candidates are compiled in parallel on host threads, a batch at a time; a config whose
+//      kernel exceeds the device's limits (shared memory, registers, threads) or does not
+//      compile is recorded and replaced by the next in rank, so up to `top_k` are timed.
+//   4. Each timed candidate's output is checked against the reference first: a wrong kernel
+//      is recorded and never chosen, however fast. A failing launch is recorded and skipped.
+//   5. Every outcome is recorded in the tuning database as it happens, so an interrupted run
+//      resumes where it stopped (recorded trials are reused, not run again), and the fastest
+//      correct config is offered as the shape's best (a faster stored result is kept).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "autotune/candidate_runner.h"
+#include "autotune/tunable.h"
+#include "autotune/tuning_db.h"
+
+namespace tilejit::autotune {
+
+struct TuneProgress {
+  int done = 0;   // candidates timed (or whose recorded timing was reused)
+  int total = 0;  // candidates to time: top_k, or fewer when fewer configs are left
+  std::optional<Config> best;
+  double best_ms = 0;
+};
+
+struct TuneOptions {
+  int top_k = 8;
+  int compile_threads = 0;  // 0: one per core
+  std::function<void(const TuneProgress&)> on_progress;
+  std::function<bool()> should_stop;  // checked before each candidate; true ends the run early
+};
+
+struct CandidateResult {
+  Config config;
+  TrialRecord trial;
+  bool reused = false;  // from the database: recorded by an earlier or concurrent run
+};
+
+struct TuneResult {
+  TuningKey key;
+  std::optional<BestConfig> best;  // what the database holds for the key after this run
+  std::vector<CandidateResult> candidates;  // every candidate built or timed, in rank order
+  int configs = 0;                // in the space
+  int pruned = 0;                 // by constraints, before any compile
+  int timed = 0;                  // checked and timed in this run
+  int reused = 0;                 // outcomes an earlier or concurrent run recorded
+  int rejected = 0;               // did not compile, exceed the limits, compute wrong, or fail to launch
+  bool interrupted = false;       // should_stop ended the run; no best was offered
+};
+
+TuneResult tune(const TunableKernel& op, const ProblemShape& shape, CandidateRunner& runner, TuningDatabase& db,
+                const TuneOptions& options = {});
+
+}  // namespace tilejit::autotune

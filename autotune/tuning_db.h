@@ -1,0 +1,94 @@
+// The tuning database: what the tuner measured and chose, kept as entries of the kernel cache.
+//
+// Why the kernel cache and not a separate SQLite file: one store means one pack file carries
+// compiled kernels and tuning results together (`tilejit cache pack`), packs layered under
+// the local cache serve tuning results exactly as they serve kernels, and every guarantee the
+// cache already has and tests holds for tuning results too: atomic writes by rename, a
+// checksum on every entry (a damaged result is dropped, never used), many processes on one
+// directory, network file systems. What SQLite would add, an atomic read-compare-write, is
+// KernelCache::update (a lock file under flock(2)); listing by op is by label.
+//
+// Two kinds of entries:
+//   best   one per tuning key: the chosen config and its time. Replaced only by a faster one,
+//          under the update lock, so two tuners at once keep the better result.
+//   trial  one per (tuning key, exact shape, config): a measurement or why the config did not
+//          run. An interrupted tuning run resumes from these, and two tuners on one shape
+//          share them.
+//
+// A tuning key names the op, the shape's bucket, dtypes, layout, the device (name, arch, SM
+// count) and the tilejit version.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "autotune/named_values.h"
+#include "autotune/tunable.h"
+#include "runtime/device.h"
+#include "runtime/kernel_cache.h"
+
+namespace tilejit::autotune {
+
+struct DeviceFingerprint {
+  std::string name, arch;
+  int sm_count = 0;
+  static DeviceFingerprint of(const DeviceInfo& device);
+  std::string str() const;  // "NVIDIA H100 80GB HBM3, sm_90a, 132 SMs"
+};
+
+struct TuningKey {
+  std::string op;
+  ProblemShape bucket;
+  std::string dtypes, layout;
+  DeviceFingerprint device;
+  std::string tilejit_version;
+
+  // The key of `shape` (bucketed by the op's rules) for `op` on `device`, this tilejit.
+  static TuningKey of(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device);
+  std::string str() const;
+};
+
+enum class TrialStatus {
+  ok,              // checked and timed
+  wrong,           // ran, but its output differs from the reference
+  launch_failed,   // built, but a launch failed
+  compile_failed,  // did not build
+  over_limits,     // built, but needs more than the device has (shared memory, registers, threads)
+};
+const char* trial_status_name(TrialStatus status);
+
+struct TrialRecord {
+  TrialStatus status = TrialStatus::ok;
+  double ms = 0;       // when ok
+  std::string detail;  // why not ok
+};
+
+struct BestConfig {
+  Config config;
+  double ms = 0;
+  ProblemShape tuned_shape;  // the exact shape it was measured on
+  int64_t tuned_unix = 0;
+};
+
+class TuningDatabase {
+ public:
+  explicit TuningDatabase(KernelCache& cache);
+  // The database in the process-wide kernel cache (TILEJIT_CACHE_DIR, TILEJIT_PREBUILT).
+  static TuningDatabase& global();
+
+  std::optional<BestConfig> best(const TuningKey& key) const;
+  // Stores `candidate` as the best for `key` unless a faster result is stored already;
+  // returns what is stored afterwards.
+  BestConfig offer_best(const TuningKey& key, const BestConfig& candidate);
+
+  std::optional<TrialRecord> trial(const TuningKey& key, const ProblemShape& shape, const Config& config) const;
+  void record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config, const TrialRecord& record);
+
+  KernelCache& cache() const { return cache_; }
+
+ private:
+  KernelCache& cache_;
+};
+
+}  // namespace tilejit::autotune

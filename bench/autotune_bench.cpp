@@ -1,0 +1,115 @@
+// Autotuning costs: tuning one GEMM shape end to end (configs ranked by the cost model, the
+// top 8 compiled in parallel, checked against the reference, timed, the result stored), on
+// the emulator and on a GPU; and a cold start from a cache pack (open the pack, look up the
+// tuned config, find the compiled kernel: no trace, no LLVM, no assembler), with a pack of a
+// few entries and one with thousands more (opening reads the index, not the entries).
+//
+// The emulator's compiled kernels are never cached, so each emulator iteration is a cold
+// tuning run. On a GPU the process-wide kernel cache keeps compiled candidates; run with
+// TILEJIT_CACHE_DISABLE=1 for cold compiles. The GPU's module load, the last step of a cold
+// start, is runtime_bench's BM_ModuleLoadFromCacheCuda.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <random>
+
+#include "autotune/device_runner.h"
+#include "autotune/tuner.h"
+#include "codegen/target.h"
+#include "ops/kernels/example_tuning.h"
+#include "runtime/cuda/cuda_compile.h"
+#include "runtime/kernel_cache.h"
+
+namespace {
+
+using namespace tilejit;
+using namespace tilejit::autotune;
+
+void BM_TuneGemmOneShape(benchmark::State& state, const std::string& device_name, int64_t size) {
+  if (device_name == "cuda" && Device::cuda_device_count() == 0) {
+    state.SkipWithError(("no GPU: " + cuda_driver_status()).c_str());
+    return;
+  }
+  Device& device = Device::by_name(device_name);
+  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  ProblemShape shape{{{"M", size}, {"N", size}, {"K", size}}};
+  TuneResult last;
+  for (auto _ : state) {
+    KernelCache memory_only(CacheOptions{"", true});
+    TuningDatabase db(memory_only);
+    DeviceRunner runner(gemm, shape, device, TimingOptions::for_device(device.info()), 1);
+    last = tune(gemm, shape, runner, db);
+  }
+  state.counters["configs"] = last.configs;
+  state.counters["timed"] = last.timed;
+  state.counters["rejected"] = last.rejected;
+  state.counters["best_ms"] = last.best ? last.best->ms : -1;
+  state.SetLabel(fmt::format("{} on {}", shape.str(), device.info().name));
+}
+BENCHMARK_CAPTURE(BM_TuneGemmOneShape, emu_128, std::string("emu"), 128)->Unit(benchmark::kSecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_TuneGemmOneShape, cuda_4096, std::string("cuda"), 4096)->Unit(benchmark::kSecond)->Iterations(1);
+
+// A pack made from a cache holding the GEMM's tuned config and its sm_90a image, plus
+// `filler` other entries of 16 KiB.
+struct GemmPack {
+  std::string path;
+  TuningKey key;
+};
+
+GemmPack make_gemm_pack(const std::filesystem::path& dir, int filler) {
+  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  ProblemShape shape{{{"M", 4096}, {"N", 4096}, {"K", 4096}}};
+  DeviceInfo h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.arch = "sm_90a";
+  h100.sm_count = 132;
+  GemmPack pack{(dir / "gemm.tjpack").string(), TuningKey::of(gemm, shape, h100)};
+  KernelCache made(CacheOptions{(dir / "made").string(), true});
+  Config best = gemm.heuristic_config(shape, h100);
+  TuningDatabase(made).offer_best(pack.key, {best, 1.0, shape, 0});
+  dsl::Kernel kernel = gemm.kernel();
+  dsl::Constants constants = kernel.constants(best.values);
+  KernelRequest request{&kernel, &constants, kernel.aligned_facts()};
+  cuda::compile_cuda_kernel(request, codegen::find_target("sm_90a"), made);
+  std::mt19937 rng(1);
+  for (int i = 0; i < filler; ++i) {
+    std::string value(16 * 1024, '\0');
+    for (char& c : value) c = static_cast<char>(rng());
+    made.put(cache_key({"filler", std::to_string(i)}), "filler", std::move(value));
+  }
+  write_cache_pack(made, PackManifest::current("sm_90a", h100.name), pack.path);
+  return pack;
+}
+
+// From nothing in memory and an empty local cache to the kernel image of the tuned config. The
+// local cache is in memory only (local_dir:0) or an empty directory (local_dir:1), whose
+// misses, each counted in its stats file, come before the pack's hits.
+void BM_ColdStartFromPack(benchmark::State& state) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "tilejit_bench_pack";
+  std::filesystem::remove_all(dir);
+  GemmPack pack = make_gemm_pack(dir, static_cast<int>(state.range(0)));
+  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  dsl::Kernel kernel = gemm.kernel();
+  const codegen::Target& target = codegen::find_target("sm_90a");
+  for (auto _ : state) {
+    KernelCache empty(CacheOptions{state.range(1) ? (dir / "local").string() : "", true});
+    empty.attach_pack(CachePack::open(pack.path, PackRequirements::for_arch("sm_90a")));
+    auto best = TuningDatabase(empty).best(pack.key);
+    if (!best) state.SkipWithError("the tuned config is not in the pack");
+    dsl::Constants constants = kernel.constants(best->config.values);
+    KernelRequest request{&kernel, &constants, kernel.aligned_facts()};
+    cuda::CudaKernelImage image = cuda::compile_cuda_kernel(request, target, empty);
+    if (!image.report.from_disk_cache) state.SkipWithError("the kernel was compiled, not found in the pack");
+    benchmark::DoNotOptimize(image.cubin.data());
+  }
+  state.counters["pack_MiB"] = double(std::filesystem::file_size(pack.path)) / (1 << 20);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_ColdStartFromPack)
+    ->ArgsProduct({{0, 4000}, {0, 1}})
+    ->ArgNames({"filler", "local_dir"})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

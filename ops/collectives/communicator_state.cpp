@@ -1,0 +1,114 @@
+#include "ops/collectives/communicator_state.h"
+
+#include <numeric>
+
+#include "dsl/error.h"
+#include "dsl/log.h"
+#include "ops/collectives/arguments.h"
+
+namespace tilejit::ops {
+
+Communicator::State::State(std::unique_ptr<RankBackend> backend_, CommunicatorOptions options_)
+    : backend(std::move(backend_)), options(options_) {}
+
+Communicator Communicator::State::handle(std::unique_ptr<RankBackend> backend, const CommunicatorOptions& options) {
+  return Communicator(std::make_shared<State>(std::move(backend), options));
+}
+
+Communicator::State::~State() {
+  group_communicators.clear();
+  try {
+    destroy();
+    // Packing kernels may still read or write scratch memory on their streams.
+    if (!scratch_by_stream.empty()) backend->device().synchronize();
+  } catch (const Error& e) {
+    log::warn("{}: destroy failed, aborted instead: {}", backend->describe(), e.what());
+    backend->abort("destroy failed");
+  }
+}
+
+RankBackend& Communicator::State::live(const char* op) {
+  if (destroyed) fail("{}: {} was destroyed", op, backend->describe());
+  return *backend;
+}
+
+void Communicator::State::abort(const std::string& reason) {
+  std::vector<std::shared_ptr<State>> made;
+  {
+    std::lock_guard lock(mutex);
+    for (auto& [groups, group] : group_communicators) made.push_back(group);
+    for (auto& child : children)
+      if (auto alive = child.lock()) made.push_back(alive);
+  }
+  backend->abort(reason);
+  for (auto& state : made) state->abort(reason);
+}
+
+void Communicator::State::destroy() {
+  if (destroyed) return;
+  destroyed = true;
+  backend->destroy();
+}
+
+void Communicator::State::adopt(const std::shared_ptr<State>& child) {
+  std::lock_guard lock(mutex);
+  std::erase_if(children, [](const std::weak_ptr<State>& c) { return c.expired(); });
+  children.push_back(child);
+}
+
+GroupView group_of(Communicator::State& state, const RankGroups& groups, const char* op) {
+  RankBackend& backend = state.live(op);
+  const int world = backend.size();
+  check_groups(groups, world, op);
+  if (groups.empty()) return GroupView{&state, world, backend.rank()};
+  std::vector<int> in_rank_order(static_cast<size_t>(world));
+  std::iota(in_rank_order.begin(), in_rank_order.end(), 0);
+  if (groups.size() == 1 && groups[0] == in_rank_order) return GroupView{&state, world, backend.rank()};
+  int color = 0, position = 0;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t p = 0; p < groups[g].size(); ++p)
+      if (groups[g][p] == backend.rank()) {
+        color = static_cast<int>(g);
+        position = static_cast<int>(p);
+      }
+  const int group_size = static_cast<int>(groups[0].size());
+  std::shared_ptr<Communicator::State> group;
+  {
+    std::lock_guard lock(state.mutex);
+    auto it = state.group_communicators.find(groups);
+    if (it != state.group_communicators.end()) group = it->second;
+  }
+  if (!group) {
+    // Ranked by position: the group communicator's rank r is position r of the list.
+    std::unique_ptr<RankBackend> split = backend.split(color, position);
+    TJ_CHECK(split && split->rank() == position && split->size() == group_size);
+    group = std::make_shared<Communicator::State>(std::move(split), state.options);
+    std::lock_guard lock(state.mutex);
+    state.group_communicators.emplace(groups, group);
+  }
+  return GroupView{group.get(), group_size, position};
+}
+
+void* scratch(Communicator::State& state, size_t bytes, Stream& stream) {
+  auto it = state.scratch_by_stream.find(stream.handle());
+  if (it != state.scratch_by_stream.end() && static_cast<size_t>(it->second.bytes()) >= bytes) return it->second.data();
+  if (it != state.scratch_by_stream.end()) {
+    stream.synchronize();  // the old buffer may still be in use on the stream
+    state.scratch_by_stream.erase(it);
+  }
+  Tensor buffer = Tensor::empty(state.backend->device(), DType::i8, {static_cast<int64_t>(bytes)});
+  void* data = buffer.data();
+  state.scratch_by_stream.emplace(stream.handle(), std::move(buffer));
+  return data;
+}
+
+Stream& stream_for(Communicator::State& state, Stream* stream, const char* op) {
+  Device& device = state.backend->device();
+  if (!stream) return device.default_stream();
+  if (&stream->device() != &device)
+    fail("{}: the stream is on {}, but the communicator ({}) is on {}", op, stream->device().info().name,
+         state.backend->describe(), device.info().name);
+  return *stream;
+}
+
+}  // namespace tilejit::ops

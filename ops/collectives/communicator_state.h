@@ -1,0 +1,77 @@
+// Internal to ops/collectives: what a Communicator handle shares with its copies. The rank's
+// backend (NCCL or emulated), the communicators it made for `groups` arguments and by split
+// (so an abort reaches them too), and scratch memory for packing, one buffer per stream so
+// collectives on different streams never share one.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ops/collectives.h"
+#include "ops/collectives/rank_backend.h"
+
+namespace tilejit::ops {
+
+struct Communicator::State {
+  State(std::unique_ptr<RankBackend> backend, CommunicatorOptions options);
+  // A new handle over a new state for `backend`.
+  static Communicator handle(std::unique_ptr<RankBackend> backend, const CommunicatorOptions& options);
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  // Destroys the communicators made for groups, then this one (aborting what fails); never throws.
+  ~State();
+
+  // The backend, or throws when the communicator was destroyed, naming `op`.
+  RankBackend& live(const char* op);
+  // Aborts this communicator and every one made from it; safe from any thread.
+  void abort(const std::string& reason);
+  void destroy();
+  // Keeps `child` (made from this one) so that abort() reaches it.
+  void adopt(const std::shared_ptr<State>& child);
+
+  const std::unique_ptr<RankBackend> backend;
+  const CommunicatorOptions options;
+  bool destroyed = false;
+
+  std::mutex mutex;  // guards the maps below against abort() from another thread
+  std::map<RankGroups, std::shared_ptr<State>> group_communicators;
+  std::vector<std::weak_ptr<State>> children;  // made by split()
+  std::map<void*, Tensor> scratch_by_stream;
+};
+
+Communicator::State& state_of(const Communicator& comm);
+
+// The caller's group of `groups` as a communicator of its own, and the caller's position in it.
+struct GroupView {
+  Communicator::State* group = nullptr;
+  int size = 0;
+  int position = 0;
+};
+// Checks `groups` (naming `op` and the offending ranks) and returns the caller's group: the
+// communicator itself for no groups or one group of every rank in rank order, else one made by
+// splitting it the first time these groups are used. Every rank calls it with the same groups.
+GroupView group_of(Communicator::State& state, const RankGroups& groups, const char* op);
+
+// reduce_scatter's input or all_gather's result viewed as (outer, k, chunk), k the group size:
+// position p's part is [:, p, :], outer * chunk elements, contiguous only when outer is 1 (or
+// k is), else the collective packs it.
+struct ChunkPlan {
+  GroupView group;
+  int64_t outer = 1;
+  int64_t chunk = 0;
+  std::vector<int64_t> out_shape;  // the collective's result
+  int64_t part() const { return outer * chunk; }
+  bool needs_packing() const { return outer > 1 && group.size > 1; }
+};
+
+// At least `bytes` of device memory for one call on `stream`, kept for later calls on it.
+void* scratch(Communicator::State& state, size_t bytes, Stream& stream);
+
+// `stream`, or the default stream of the communicator's device; throws when the stream belongs
+// to another device, naming `op`.
+Stream& stream_for(Communicator::State& state, Stream* stream, const char* op);
+
+}  // namespace tilejit::ops

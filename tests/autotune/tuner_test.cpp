@@ -1,0 +1,327 @@
+// The tuner with an injected, synthetic cost (tests/autotune/synthetic_op.h): it finds the
+// known best config; times only the top k by the cost model; prunes by constraints before
+// compiling and by resource limits before timing; records and skips configs that fail; never
+// lets a wrong kernel win; compiles in parallel; resumes an interrupted run; keeps the faster
+// result when two tuners in two processes work on one database at once.
+#include <sys/mman.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "autotune/tuner.h"
+#include "tests/autotune/synthetic_op.h"
+#include "tests/child_process.h"
+#include "tests/error_message.h"
+#include "tests/temp_directory.h"
+
+namespace tilejit::autotune {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::synthetic_config;
+using testing_util::synthetic_ms;
+using testing_util::SyntheticRunner;
+
+// The fastest of `configs` by the synthetic cost, found by trying them all.
+Config fastest_of(const std::vector<Config>& configs) {
+  return *std::min_element(configs.begin(), configs.end(),
+                           [](auto& a, auto& b) { return synthetic_ms(a) < synthetic_ms(b); });
+}
+
+std::vector<Config> without(std::vector<Config> configs, const std::vector<Config>& removed) {
+  std::erase_if(configs, [&](const Config& c) { return std::find(removed.begin(), removed.end(), c) != removed.end(); });
+  return configs;
+}
+
+class TunerTest : public testing::Test {
+ protected:
+  // Another cache object on the same directory: what another process sees.
+  KernelCache cache_in_another_process() const { return KernelCache(CacheOptions{dir_.path().string(), true}); }
+  TuneOptions all_configs() const {
+    TuneOptions options;
+    options.top_k = static_cast<int>(op_.space.size());
+    return options;
+  }
+  std::optional<TrialRecord> trial_of(const Config& config, const DeviceInfo& device) const {
+    return db_.trial(TuningKey::of(op_, shape_, device), shape_, config);
+  }
+
+  testing_util::TempDirectory dir_{"tilejit_tuner_test"};
+  KernelCache cache_{CacheOptions{dir_.path().string(), true}};
+  TuningDatabase db_{cache_};
+  TunableKernel op_ = testing_util::synthetic_op();
+  ProblemShape shape_{{{"n", 1000}}};
+};
+
+TEST_F(TunerTest, FindsTheKnownBestConfig) {
+  SyntheticRunner runner;
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+  Config expected = fastest_of(op_.space.configs());
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, expected) << r.best->config.str();
+  EXPECT_DOUBLE_EQ(r.best->ms, synthetic_ms(expected));
+  EXPECT_EQ(r.best->tuned_shape, shape_);
+  EXPECT_EQ(r.timed, 20);
+  EXPECT_EQ(r.configs, 20);
+  EXPECT_EQ(runner.measured_configs().size(), 20u);
+
+  // Remembered for another process, and for every shape of the bucket (n rounds up to 1024).
+  KernelCache other = cache_in_another_process();
+  TuningDatabase other_db(other);
+  for (int64_t n : {1000, 513, 1024}) {
+    auto stored = other_db.best(TuningKey::of(op_, ProblemShape{{{"n", n}}}, runner.device()));
+    ASSERT_TRUE(stored) << n;
+    EXPECT_EQ(stored->config, expected);
+  }
+  EXPECT_FALSE(other_db.best(TuningKey::of(op_, ProblemShape{{{"n", 1025}}}, runner.device())));
+}
+
+TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
+  // A model that wrongly prefers BLOCK=128 num_warps=2: the tuner must time exactly its top 3.
+  op_.work = [](const Config& c, const ProblemShape&) {
+    double miss = 10 * std::abs(std::log2(double(c["BLOCK"])) - 7) + std::abs(std::log2(double(c["num_warps"])) - 1);
+    return LaunchWork{1, 4, 1e9 * (1 + miss), 0, 0};
+  };
+  SyntheticRunner runner;
+  TuneOptions options;
+  options.top_k = 3;
+  TuneResult r = tune(op_, shape_, runner, db_, options);
+
+  std::vector<Config> ranked = op_.space.configs();
+  std::stable_sort(ranked.begin(), ranked.end(), [&](auto& a, auto& b) {
+    return estimate_ms(op_.work(a, shape_), runner.device()) < estimate_ms(op_.work(b, shape_), runner.device());
+  });
+  std::vector<Config> top3(ranked.begin(), ranked.begin() + 3);
+  std::vector<std::string> expected_measured;
+  for (auto& c : top3) expected_measured.push_back(c.str());
+  EXPECT_EQ(runner.measured_configs(), expected_measured);
+  EXPECT_EQ(runner.prepares, 3);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, fastest_of(top3));
+  EXPECT_EQ(top3.front(), synthetic_config(128, 2));
+}
+
+TEST_F(TunerTest, ConstraintsPruneBeforeAnyCompile) {
+  op_.space.require_divides("BLOCK", "n");
+  ProblemShape shape{{{"n", 96}}};  // 16 and 32 divide it; 64, 128 and 256 do not
+  SyntheticRunner runner;
+  TuneResult r = tune(op_, shape, runner, db_, all_configs());
+  EXPECT_EQ(r.pruned, 12);
+  EXPECT_EQ(runner.prepares, 8);
+  for (const std::string& measured : runner.measured_configs())
+    EXPECT_THAT(measured, ::testing::AnyOf(HasSubstr("BLOCK=16 "), HasSubstr("BLOCK=32 ")));
+  std::vector<Config> allowed;
+  for (Config& c : op_.space.configs())
+    if (96 % c["BLOCK"] == 0) allowed.push_back(c);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, fastest_of(allowed));
+  EXPECT_EQ(op_.space.violated(synthetic_config(64, 4), shape), "BLOCK divides n");
+}
+
+TEST_F(TunerTest, KernelsOverTheDeviceLimitsArePrunedBeforeTimingAndReplaced) {
+  op_.work = [](const Config& c, const ProblemShape&) { return LaunchWork{1, 4, 1e9 * synthetic_ms(c), 0, 0}; };
+  Config best = fastest_of(op_.space.configs());
+  SyntheticRunner runner;
+  runner.shared_bytes[best.str()] = 300 * 1024;  // over the 227 KiB a CTA may have
+  TuneOptions options;
+  options.top_k = 3;
+  TuneResult r = tune(op_, shape_, runner, db_, options);
+
+  std::vector<std::string> measured = runner.measured_configs();
+  EXPECT_EQ(measured.size(), 3u) << "the oversized config's place goes to the next in rank";
+  EXPECT_EQ(std::count(measured.begin(), measured.end(), best.str()), 0);
+  EXPECT_EQ(r.rejected, 1);
+  auto trial = trial_of(best, runner.device());
+  ASSERT_TRUE(trial);
+  EXPECT_EQ(trial->status, TrialStatus::over_limits);
+  EXPECT_THAT(trial->detail, HasSubstr("307200 bytes of shared memory"));
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, fastest_of(without(op_.space.configs(), {best})));
+}
+
+TEST_F(TunerTest, ConfigsThatFailAreRecordedAndSkipped) {
+  Config compile_fails = fastest_of(op_.space.configs());
+  Config launch_fails = fastest_of(without(op_.space.configs(), {compile_fails}));
+  SyntheticRunner runner;
+  runner.compile_errors.insert(compile_fails.str());
+  runner.launch_errors.insert(launch_fails.str());
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, fastest_of(without(op_.space.configs(), {compile_fails, launch_fails})));
+  EXPECT_EQ(r.rejected, 2);
+  auto compile_trial = trial_of(compile_fails, runner.device()), launch_trial = trial_of(launch_fails, runner.device());
+  ASSERT_TRUE(compile_trial && launch_trial);
+  EXPECT_EQ(compile_trial->status, TrialStatus::compile_failed);
+  EXPECT_THAT(compile_trial->detail, HasSubstr("synthetic compile error"));
+  EXPECT_EQ(launch_trial->status, TrialStatus::launch_failed);
+  EXPECT_THAT(launch_trial->detail, HasSubstr("synthetic launch failure"));
+  std::vector<std::string> measured = runner.measured_configs();
+  EXPECT_EQ(std::count(measured.begin(), measured.end(), compile_fails.str()), 0) << "a config that did not compile ran";
+}
+
+TEST_F(TunerTest, AFastWrongKernelNeverWins) {
+  Config fastest = fastest_of(op_.space.configs());
+  SyntheticRunner runner;
+  runner.wrong_outputs.insert(fastest.str());
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+  ASSERT_TRUE(r.best);
+  EXPECT_NE(r.best->config, fastest);
+  EXPECT_EQ(r.best->config, fastest_of(without(op_.space.configs(), {fastest})));
+  auto trial = trial_of(fastest, runner.device());
+  ASSERT_TRUE(trial);
+  EXPECT_EQ(trial->status, TrialStatus::wrong);
+}
+
+TEST_F(TunerTest, NoBestWhenNothingRunsCorrectly) {
+  SyntheticRunner runner;
+  for (const Config& c : op_.space.configs()) runner.wrong_outputs.insert(c.str());
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+  EXPECT_FALSE(r.best);
+  EXPECT_EQ(r.rejected, 20);
+  EXPECT_FALSE(db_.best(r.key));
+}
+
+TEST_F(TunerTest, CompilesCandidatesInParallel) {
+  SyntheticRunner runner;
+  runner.compile_time = std::chrono::milliseconds(50);
+  TuneOptions options;
+  options.top_k = 8;
+  options.compile_threads = 4;
+  tune(op_, shape_, runner, db_, options);
+  EXPECT_EQ(runner.prepares, 8);
+  EXPECT_GE(runner.max_running, 2);
+}
+
+TEST_F(TunerTest, ResumesAfterAnInterruption) {
+  TuneOptions options;
+  options.top_k = 10;
+  std::vector<Config> configs = op_.space.configs();
+  std::vector<Config> top10(configs.begin(), configs.begin() + 10);  // no cost model: the space's order
+
+  SyntheticRunner first;
+  options.should_stop = [&] { return first.measured_configs().size() >= 4; };
+  TuneResult interrupted = tune(op_, shape_, first, db_, options);
+  EXPECT_TRUE(interrupted.interrupted);
+  EXPECT_EQ(interrupted.candidates.size(), 4u);
+  EXPECT_FALSE(db_.best(interrupted.key)) << "an interrupted run offered a best config";
+
+  // Another process picks up where the first stopped: the four trials are reused, not run.
+  KernelCache cache = cache_in_another_process();
+  TuningDatabase db(cache);
+  SyntheticRunner second;
+  options.should_stop = nullptr;
+  TuneResult resumed = tune(op_, shape_, second, db, options);
+  EXPECT_FALSE(resumed.interrupted);
+  EXPECT_EQ(resumed.reused, 4);
+  EXPECT_EQ(resumed.timed, 6);
+  EXPECT_EQ(second.prepares, 6) << "a recorded trial was compiled again";
+  std::vector<std::string> all = first.measured_configs(), later = second.measured_configs();
+  all.insert(all.end(), later.begin(), later.end());
+  std::vector<std::string> expected;
+  for (auto& c : top10) expected.push_back(c.str());
+  EXPECT_EQ(all, expected) << "every config of the top 10 ran exactly once over both runs";
+  ASSERT_TRUE(resumed.best);
+  EXPECT_EQ(resumed.best->config, fastest_of(top10));
+}
+
+TEST_F(TunerTest, TwoTunersAtOnceOnOneDatabaseKeepTheFasterResult) {
+  // Each child reports the best its run ended with; a child that fails exits non-zero.
+  struct Shared {
+    double best_ms[2];
+  };
+  void* memory = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(memory, MAP_FAILED);
+  auto* shared = new (memory) Shared{};
+  // The second tuner's device is 10% faster; the best config is the same on both.
+  std::vector<pid_t> children;
+  for (int child = 0; child < 2; ++child)
+    children.push_back(testing_util::fork_child([&, child] {
+      KernelCache cache = cache_in_another_process();
+      TuningDatabase db(cache);
+      SyntheticRunner runner(child == 0 ? 1.0 : 0.9);
+      runner.compile_time = std::chrono::milliseconds(10);
+      TuneResult r = tune(op_, shape_, runner, db, all_configs());
+      if (!r.best) return 1;
+      shared->best_ms[child] = r.best->ms;
+      return 0;
+    }));
+  for (pid_t child : children) EXPECT_EQ(testing_util::exit_status(child), 0);
+
+  KernelCache after = cache_in_another_process();
+  auto stored = TuningDatabase(after).best(TuningKey::of(op_, shape_, SyntheticRunner().device()));
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->config, fastest_of(op_.space.configs()));
+  EXPECT_DOUBLE_EQ(stored->ms, std::min(shared->best_ms[0], shared->best_ms[1]));
+  // One best entry and one trial per config, every one intact.
+  std::vector<CacheEntryInfo> entries = after.list();
+  EXPECT_EQ(entries.size(), 21u);
+  for (const CacheEntryInfo& entry : entries) EXPECT_TRUE(after.get(entry.key)) << entry.label;
+  ::munmap(memory, sizeof(Shared));
+}
+
+TEST_F(TunerTest, TheStoredBestIsReplacedOnlyByAFasterOne) {
+  TuningKey key = TuningKey::of(op_, shape_, SyntheticRunner().device());
+  EXPECT_DOUBLE_EQ(db_.offer_best(key, {synthetic_config(32, 4), 2.0, shape_, 0}).ms, 2.0);
+  BestConfig kept = db_.offer_best(key, {synthetic_config(16, 4), 3.0, shape_, 0});
+  EXPECT_EQ(kept.config, synthetic_config(32, 4));
+  EXPECT_DOUBLE_EQ(kept.ms, 2.0);
+  db_.offer_best(key, {synthetic_config(64, 4), 1.5, shape_, 0});
+  KernelCache other = cache_in_another_process();
+  auto stored = TuningDatabase(other).best(key);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->config, synthetic_config(64, 4));
+  EXPECT_DOUBLE_EQ(stored->ms, 1.5);
+}
+
+TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
+  SyntheticRunner runner;
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+  int damaged = 0;
+  for (const CacheEntryInfo& entry : cache_.list())
+    if (entry.label.ends_with(" best")) {
+      cache_.put(entry.key, entry.label, "{not json");
+      ++damaged;
+    }
+  ASSERT_EQ(damaged, 1);
+  EXPECT_FALSE(db_.best(r.key));
+  BestConfig stored = db_.offer_best(r.key, {synthetic_config(16, 1), 9.0, shape_, 0});
+  EXPECT_EQ(stored.config, synthetic_config(16, 1));
+  EXPECT_TRUE(db_.best(r.key));
+}
+
+TEST_F(TunerTest, KeysTellDevicesDtypesLayoutsAndBucketsApart) {
+  DeviceInfo device = SyntheticRunner().device();
+  std::string base = TuningKey::of(op_, shape_, device).str();
+  EXPECT_EQ(TuningKey::of(op_, ProblemShape{{{"n", 1024}}}, device).str(), base);  // the same bucket
+  EXPECT_NE(TuningKey::of(op_, ProblemShape{{{"n", 1025}}}, device).str(), base);
+  EXPECT_THAT(base, HasSubstr("tilejit "));
+  std::vector<DeviceInfo> others(3, device);
+  others[0].name = "another GPU";
+  others[1].arch = "sm_80";
+  others[2].sm_count = 132;
+  for (const DeviceInfo& other : others) EXPECT_NE(TuningKey::of(op_, shape_, other).str(), base);
+  TunableKernel bf16 = op_, transposed = op_;
+  bf16.dtypes = "bf16";
+  transposed.layout = "nt";
+  EXPECT_NE(TuningKey::of(bf16, shape_, device).str(), base);
+  EXPECT_NE(TuningKey::of(transposed, shape_, device).str(), base);
+}
+
+TEST_F(TunerTest, ClearErrors) {
+  SyntheticRunner runner;
+  TuneOptions options;
+  options.top_k = 0;
+  EXPECT_THAT(testing_util::error_of([&] { tune(op_, shape_, runner, db_, options); }),
+              HasSubstr("top_k must be at least 1"));
+  EXPECT_THAT(testing_util::error_of([&] { tune(op_, ProblemShape{{{"m", 4}}}, runner, db_); }),
+              HasSubstr("synthetic: shape 'm=4' lacks dimension n"));
+  EXPECT_THAT(testing_util::error_of([&] { tune(op_, ProblemShape{{{"n", 4}, {"k", 2}}}, runner, db_); }),
+              HasSubstr("has dimensions the op does not"));
+}
+
+}  // namespace
+}  // namespace tilejit::autotune

@@ -1,0 +1,142 @@
+// `tilejit tune --op OP --shapes FILE [--device D] [--top-k N] [--repeats N] [--jobs N]`:
+// tunes an op for every shape listed in FILE (one per line, "M=4096 N=4096 K=1024", '#'
+// starts a comment) on one device, with a progress bar (done / total, ETA, best so far), into
+// the tuning database in the kernel cache (TILEJIT_CACHE_DIR; `tilejit cache pack` ships it).
+// Shapes whose bucket is tuned already are skipped and every trial is recorded as it is made,
+// so a run stopped with Ctrl-C (exit status 130) resumes where it stopped when run again.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <random>
+
+#include <fmt/ranges.h>
+
+#include "autotune/device_runner.h"
+#include "autotune/tuner.h"
+#include "ops/kernels/example_tuning.h"
+#include "tools/commands.h"
+#include "tools/progress_bar.h"
+
+namespace tilejit::tools {
+namespace {
+
+using namespace tilejit::autotune;
+
+constexpr int kInterruptedStatus = 130;  // what a shell reports for SIGINT
+
+std::atomic<bool> interrupted{false};
+extern "C" void request_stop(int) { interrupted = true; }
+
+// The first Ctrl-C asks the tuner to stop after the trial in progress; a second one (the
+// handler resets itself) ends the process at once.
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    struct sigaction action {};
+    action.sa_handler = request_stop;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
+
+ private:
+  struct sigaction previous_ {};
+};
+
+std::vector<ProblemShape> read_shapes(const std::string& path, const TunableKernel& op) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read the shapes file {}", path);
+  std::vector<ProblemShape> shapes;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      shapes.push_back(op.checked_shape(ProblemShape::parse(line)));
+    } catch (const Error& e) {
+      fail("{}:{}: {}", path, number, e.what());
+    }
+  }
+  if (shapes.empty())
+    fail("the shapes file {} lists no shapes (one a line, with the dimensions {})", path, fmt::join(op.dims, " "));
+  return shapes;
+}
+
+std::string describe_best(const std::optional<BestConfig>& best) {
+  return best ? fmt::format("{:.4f} ms  {}", best->ms, best->config.str()) : "no config ran correctly";
+}
+
+struct Options {
+  std::string op, shapes, device = "best";
+  int top_k = 8, repeats = 0, jobs = 0;
+};
+
+int run_tune(const Options& o) {
+  const TunableKernel& op = ops::find_tunable_example(o.op);
+  std::vector<ProblemShape> shapes = read_shapes(o.shapes, op);
+  Device& device = Device::by_name(o.device);
+  TuningDatabase& db = TuningDatabase::global();
+  TimingOptions timing = TimingOptions::for_device(device.info());
+  if (o.repeats > 0) timing.repeats = o.repeats;
+
+  fmt::print("tuning {} on {}: {} shape{}, the best {} of {} configs each by the cost model\n", op.name,
+             device.info().name, shapes.size(), shapes.size() == 1 ? "" : "s", o.top_k, op.space.size());
+  std::fflush(stdout);
+
+  InterruptHandler handler;
+  ProgressBar bar(stderr, static_cast<int>(shapes.size()) * o.top_k);
+  bool all_ran = true;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ProblemShape& shape = shapes[i];
+    // Asked shape by shape: an earlier shape of this run may have tuned the bucket.
+    if (auto best = db.best(TuningKey::of(op, shape, device.info()))) {
+      fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
+      continue;
+    }
+    DeviceRunner runner(op, shape, device, timing, std::random_device{}());
+    TuneOptions options;
+    options.top_k = o.top_k;
+    options.compile_threads = o.jobs;
+    options.should_stop = [] { return interrupted.load(); };
+    int before = static_cast<int>(i) * o.top_k;
+    options.on_progress = [&](const TuneProgress& p) {
+      std::string best = p.best ? fmt::format("best {:.4f} ms {}", p.best_ms, p.best->str()) : "no result yet";
+      bar.update(before + p.done, fmt::format("[{}] {}", shape.str(), best));
+    };
+    TuneResult r = tune(op, shape, runner, db, options);
+    bar.finish();
+    if (r.interrupted) {
+      fmt::print("interrupted: the trials so far are recorded; run the same command again to resume\n");
+      return kInterruptedStatus;
+    }
+    fmt::print("[{}]  best {}  ({} timed, {} reused, {} rejected; {} of {} configs pruned by constraints)\n", shape.str(),
+               describe_best(r.best), r.timed, r.reused, r.rejected, r.pruned, r.configs);
+    std::fflush(stdout);
+    all_ran = all_ran && r.best.has_value();
+  }
+  KernelCache& cache = KernelCache::global();
+  fmt::print("tuning database: {}\n",
+             cache.on_disk() ? cache.directory() : "memory only (results end with this process)");
+  return all_ran ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_tune_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("tune", "Tune an op for the shapes in a file, into the tuning database");
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--op", o->op, "The op to tune (a registered example kernel)")->required();
+  cmd->add_option("--shapes", o->shapes, "File with one shape a line, e.g. 'M=4096 N=4096 K=1024'")->required();
+  cmd->add_option("--device", o->device, "cuda, cuda:N, emu or best (the GPU if there is one)")->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "Configs timed per shape, the best by the cost model")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeats", o->repeats, "Timed launches per config (default: 25 on a GPU, 3 in the emulator)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", o->jobs, "Host threads compiling candidates (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  return [cmd, o] { return cmd->parsed() ? run_tune(*o) : -1; };
+}
+
+}  // namespace tilejit::tools

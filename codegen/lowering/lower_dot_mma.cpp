@@ -117,9 +117,9 @@ class SharedOperand {
     auto& b = L_.b;
     const Regs& regs = L_.home(v);
     const LinearLayout& layout = regs.layout;
+    // Register bit i steps 2^i along the row for the first log2(vec) bits.
     int vec = 1;
-    while (static_cast<size_t>(__builtin_ctz(vec)) < layout.reg.size() && vec * element_bytes_ < 16 &&
-           layout.reg[static_cast<size_t>(__builtin_ctz(vec))] == Coord{0, vec})
+    for (size_t bit = 0; bit < layout.reg.size() && vec * element_bytes_ < 16 && layout.reg[bit] == Coord{0, vec}; ++bit)
       vec *= 2;
     std::vector<bool> duplicate = layout.duplicate_registers();
     llvm::Type* elem = regs.values[0]->getType();

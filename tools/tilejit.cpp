@@ -7,6 +7,7 @@
 
 #include "codegen/compiler.h"
 #include "ops/kernels/registry.h"
+#include "ops/library_runs.h"
 #include "runtime/version.h"
 #include "tools/commands.h"
 #include "tools/settings.h"
@@ -17,6 +18,7 @@ using namespace tilejit;
 
 int run_list() {
   for (auto& k : ops::registered_kernels()) fmt::print("{:<12} {}\n", k.kernel.name(), k.summary);
+  for (auto& op : ops::library_runs()) fmt::print("{:<12} {}\n", op.op, op.summary);
   return 0;
 }
 
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
 
   std::vector<tools::Command> commands = {tools::add_info_command(app), tools::add_run_command(app),
                                           tools::add_cache_command(app), tools::add_tune_command(app)};
-  auto* list = app.add_subcommand("list", "Print the registered kernels, one per line, name first");
+  auto* list = app.add_subcommand("list", "Print the registered kernels and library ops, one per line, name first");
 
   auto* emit = app.add_subcommand("emit", "Write a kernel's tile IR, LLVM IR or PTX to stdout");
   std::string kernel, arch = "sm_90a", format = "ptx";

@@ -20,6 +20,8 @@ const JitKernel& jitted(const std::string& kernel) {
   return jitted.try_emplace(kernel, find_kernel(kernel).kernel).first->second;
 }
 
+}  // namespace
+
 // Launches once for the check (compiled, cached, caches warm), then times repeats.
 void time_launches(ExampleRun& result, Device& device, const std::function<void(Stream&)>& launch) {
   Stream& s = device.default_stream();
@@ -33,8 +35,6 @@ void time_launches(ExampleRun& result, Device& device, const std::function<void(
   result.ms = start.elapsed_ms(stop) / repeats;
   result.launches = repeats;
 }
-
-}  // namespace
 
 std::string describe(const ExampleRun& r) {
   std::string rate;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,10 @@ struct ExampleOptions {
   bool small = false;  // the small problem sizes (the default on the emulator)
   bool keep_outputs = false;
 };
+
+// Launches once (to compile and to leave the result for the check), then times repeats
+// (1 on the emulator, 20 on a GPU) between events; sets result.ms and result.launches.
+void time_launches(ExampleRun& result, Device& device, const std::function<void(Stream&)>& launch);
 
 // One line: kernel, ok / WRONG, problem, max error and tolerance, time, rate, device.
 std::string describe(const ExampleRun& run);

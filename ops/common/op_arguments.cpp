@@ -1,0 +1,70 @@
+#include "ops/common/op_arguments.h"
+
+#include <cstdint>
+
+#include <fmt/ranges.h>
+
+namespace tilejit::ops {
+
+std::string dtype_list(std::initializer_list<DType> dtypes) {
+  std::string out;
+  size_t i = 0;
+  for (DType d : dtypes) {
+    if (i > 0) out += i + 1 == dtypes.size() ? " or " : ", ";
+    out += dtype_name(d);
+    ++i;
+  }
+  return out;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+void OpArguments::dtype(std::string_view name, const Tensor& t, std::initializer_list<DType> allowed) const {
+  for (DType d : allowed)
+    if (t.dtype() == d) return;
+  fail("{} must be {}, but is {}", name, dtype_list(allowed), t.describe());
+}
+
+void OpArguments::rank(std::string_view name, const Tensor& t, int rank) const {
+  if (t.rank() != rank) fail("{} must have rank {}, but is {}", name, rank, t.describe());
+}
+
+void OpArguments::rank_between(std::string_view name, const Tensor& t, int lowest, int highest) const {
+  if (t.rank() < lowest || t.rank() > highest)
+    fail("{} must have rank {} to {}, but is {}", name, lowest, highest, t.describe());
+}
+
+void OpArguments::shape(std::string_view name, const Tensor& t, const std::vector<int64_t>& expected) const {
+  if (t.shape() != expected) fail("{} must have shape {}, but is {}", name, shape_string(expected), t.describe());
+}
+
+void OpArguments::same_device(std::string_view name_a, const Tensor& a, std::string_view name_b,
+                              const Tensor& b) const {
+  if (&a.device() != &b.device())
+    fail("{} and {} must be on one device, but {} is {} and {} is {}", name_a, name_b, name_a, a.describe(), name_b,
+         b.describe());
+}
+
+void OpArguments::same_dtype(std::string_view name_a, const Tensor& a, std::string_view name_b,
+                             const Tensor& b) const {
+  if (a.dtype() != b.dtype())
+    fail("{} and {} must have one dtype, but {} is {} and {} is {}", name_a, name_b, name_a, a.describe(), name_b,
+         b.describe());
+}
+
+void OpArguments::contiguous(std::string_view name, const Tensor& t) const {
+  if (!t.is_contiguous())
+    fail("{} must be contiguous (row-major), but {} has strides {}", name, t.describe(), shape_string(t.strides()));
+}
+
+void OpArguments::aligned(std::string_view name, const Tensor& t, int bytes) const {
+  if (reinterpret_cast<uintptr_t>(t.data()) % static_cast<uintptr_t>(bytes) != 0)
+    fail("{} ({}) must start at an address aligned to {} bytes", name, t.describe(), bytes);
+}
+
+int OpArguments::normalized_dim(std::string_view what, int dim, int rank) const {
+  if (dim < -rank || dim >= rank) fail("{} {} is out of range for rank {}", what, dim, rank);
+  return dim < 0 ? dim + rank : dim;
+}
+
+}  // namespace tilejit::ops

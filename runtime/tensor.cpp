@@ -1,5 +1,7 @@
 #include "runtime/tensor.h"
 
+#include <fmt/ranges.h>
+
 #include <dlpack/dlpack.h>
 
 #include "runtime/jit.h"
@@ -148,6 +150,34 @@ Tensor Tensor::view(std::vector<int64_t> shape, int64_t element_offset) const {
     fail("view of {}: {} elements from offset {} reach past its {} elements", describe(), v.numel(), element_offset,
          numel());
   v.data_ = static_cast<char*>(data_) + element_offset * dtype_storage_bytes(dtype_);
+  return v;
+}
+
+Tensor Tensor::permute(const std::vector<int>& dims) const {
+  if (static_cast<int>(dims.size()) != rank())
+    fail("permute of {}: {} dims given for rank {}", describe(), dims.size(), rank());
+  Tensor v = *this;
+  std::vector<bool> used(shape_.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int d = dims[i] < 0 ? dims[i] + rank() : dims[i];
+    if (d < 0 || d >= rank() || used[static_cast<size_t>(d)])
+      fail("permute of {}: [{}] is not a permutation of its dims", describe(), fmt::join(dims, ", "));
+    used[static_cast<size_t>(d)] = true;
+    v.shape_[i] = shape_[static_cast<size_t>(d)];
+    v.strides_[i] = strides_[static_cast<size_t>(d)];
+  }
+  return v;
+}
+
+Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
+  int d = dim < 0 ? dim + rank() : dim;
+  if (d < 0 || d >= rank()) fail("slice of {}: dim {} is out of range", describe(), dim);
+  int64_t size = shape_[static_cast<size_t>(d)];
+  if (start < 0 || length < 0 || start + length > size)
+    fail("slice of {}: elements {} to {} of dim {} (size {})", describe(), start, start + length - 1, dim, size);
+  Tensor v = *this;
+  v.shape_[static_cast<size_t>(d)] = length;
+  v.data_ = static_cast<char*>(data_) + start * strides_[static_cast<size_t>(d)] * dtype_storage_bytes(dtype_);
   return v;
 }
 

@@ -43,6 +43,12 @@ class Tensor {
   // `element_offset` elements in; it shares (and keeps alive) the memory. Throws when it would
   // reach past the end.
   Tensor view(std::vector<int64_t> shape, int64_t element_offset = 0) const;
+  // The same memory with dims reordered: dim i of the result is dim dims[i] of this tensor
+  // (negative counts from the end); a permutation of every dim, else an error.
+  Tensor permute(const std::vector<int>& dims) const;
+  // Elements start .. start + length - 1 along `dim` (negative counts from the end): the same
+  // memory and strides.
+  Tensor slice(int dim, int64_t start, int64_t length) const;
 
   // Whole-tensor copies for contiguous tensors (synchronous, on the default stream).
   void copy_from_host(const void* src, size_t bytes);

@@ -1,0 +1,42 @@
+#include "ops/gemm/gemm_config.h"
+
+#include <algorithm>
+
+namespace tilejit::ops::gemm_detail {
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
+  return {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"BLOCK_K", block_k},
+          {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}};
+}
+
+int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }
+
+GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device) {
+  GemmConfig c;
+  const GemmFeatures& f = p.features;
+  int bytes = dtype_storage_bytes(f.a);
+  bool cuda_cores = f.a == DType::f32 && f.precision == dsl::Precision::ieee;
+  if (cuda_cores) {
+    // FMA tiles hold A and B fragments in registers too: smaller tiles avoid spills.
+    c.block_m = 64, c.block_n = 64, c.block_k = 16, c.num_warps = 4;
+  } else {
+    c.block_m = p.m <= 64 ? 64 : 128;
+    c.block_n = p.n <= 64 ? 64 : 128;
+    c.block_k = bytes == 1 ? 64 : 32;
+    c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
+  }
+  // Split K when the output tiles fill less than half of the multiprocessors and every
+  // slice keeps at least 8 steps of K.
+  int64_t tiles = c.output_tiles(p) * p.batch;
+  int64_t steps = cdiv(p.k, c.block_k);
+  if (2 * tiles < device.sm_count && steps >= 16)
+    c.split_k = std::clamp<int64_t>(std::min(device.sm_count / tiles, steps / 8), 1, 16);
+  return c;
+}
+
+}  // namespace tilejit::ops::gemm_detail

@@ -1,0 +1,24 @@
+// How a gemm call is tiled: the main kernel's constants. The heuristic picks tiles by operand
+// width and problem size, and splits K when the output tiles alone cannot fill the device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/gemm/gemm_problem.h"
+#include "runtime/device.h"
+
+namespace tilejit::ops::gemm_detail {
+
+struct GemmConfig {
+  int64_t block_m = 128, block_n = 128, block_k = 32, group_m = 8, split_k = 1, num_warps = 8;
+
+  std::vector<std::pair<std::string, int64_t>> constants() const;
+  int64_t output_tiles(const GemmProblem& p) const;  // per batch
+};
+
+GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device);
+
+}  // namespace tilejit::ops::gemm_detail

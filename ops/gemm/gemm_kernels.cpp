@@ -1,0 +1,123 @@
+#include "ops/gemm/gemm_kernels.h"
+
+#include "dsl/builder.h"
+#include "ops/common/op_kernels.h"
+#include "ops/gemm/gemm_epilogue.h"
+#include "ops/gemm/matrix_argument.h"
+
+namespace tilejit::ops::gemm_detail {
+namespace {
+
+using namespace tilejit::dsl;
+
+void add_sizes(NamedArguments& args, const GemmProblem& p, bool with_k) {
+  args.add("M", static_cast<int32_t>(p.m));
+  args.add("N", static_cast<int32_t>(p.n));
+  if (with_k) args.add("K", static_cast<int32_t>(p.k));
+}
+
+// The workspace of partial sums as a (batch, M, N) matrix of one slice.
+MatrixStrides workspace_strides(const GemmProblem& p) { return {p.m * p.n, p.n, 1}; }
+
+}  // namespace
+
+std::vector<ConstantDecl> main_constants() {
+  return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},
+          {"SPLIT_K", 1},   {"num_warps", 8}, {"num_stages", 1}};
+}
+
+NamedArguments main_arguments(const GemmProblem& p, const Tensor* workspace) {
+  NamedArguments args;
+  add_matrix_argument(args, "a", *p.a, p.a_strides);
+  add_matrix_argument(args, "b", *p.b, p.b_strides);
+  if (workspace) {
+    add_matrix_argument(args, "out", *workspace, workspace_strides(p));
+    args.add("out_slice_stride", p.batch * p.m * p.n);
+  } else {
+    add_matrix_argument(args, "out", *p.out, p.out_strides);
+    add_epilogue_arguments(p, args);
+  }
+  add_sizes(args, p, true);
+  return args;
+}
+
+Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir::Param> params) {
+  return define_op_kernel(
+      writes_workspace ? "gemm_partial" : "gemm", params, main_constants(),
+      [f, writes_workspace, params](const Constants& c, std::span<const Tile> tiles) {
+        NamedTiles in(params, tiles);
+        int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], group = c["GROUP_M"];
+        const Tile &M = in["M"], &N = in["N"], &K = in["K"];
+
+        // Tiles in groups of GROUP_M tile rows, column by column within a group.
+        Tile pid = program_id(0);
+        Tile tiles_m = cdiv(M, bm), tiles_n = cdiv(N, bn);
+        Tile group_size = tiles_n * group;
+        Tile first_m = pid / group_size * group;
+        Tile group_rows = minimum(tiles_m - first_m, group);
+        Tile tile_m = first_m + pid % group_size % group_rows;
+        Tile tile_n = pid % group_size / group_rows;
+        Tile batch = cast(program_id(1), DType::i64);
+
+        // This program's slice of K: whole BLOCK_K steps, the last slice takes the rest.
+        Tile steps = cdiv(cdiv(K, bk), c["SPLIT_K"]) * bk;
+        Tile k_begin = program_id(2) * steps;
+        Tile k_end = minimum(K, k_begin + steps);
+
+        Tile rows = tile_m * bm + arange(0, bm);  // (BLOCK_M)
+        Tile cols = tile_n * bn + arange(0, bn);  // (BLOCK_N)
+        Tile ks = arange(0, bk);                  // (BLOCK_K)
+        // Rows and columns past the edge read a valid row / column again (they are never
+        // stored), so only K needs a mask in the loop.
+        Tile a_ptrs = matrix_pointers(in, "a", batch, rows % M, ks);  // (BLOCK_M, BLOCK_K)
+        Tile b_ptrs = matrix_pointers(in, "b", batch, ks, cols % N);  // (BLOCK_K, BLOCK_N)
+        Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
+          Tile k_in = ks + k < k_end;                                                        // (BLOCK_K)
+          Tile a_tile = load(a_ptrs + k * in["a_col_stride"], expand_dims(k_in, 0));       // (BLOCK_M, BLOCK_K)
+          Tile b_tile = load(b_ptrs + k * in["b_row_stride"], expand_dims(k_in, 1));       // (BLOCK_K, BLOCK_N)
+          return dot(a_tile, b_tile, acc, f.precision);                                    // (BLOCK_M, BLOCK_N)
+        });
+
+        Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)
+        Tile out_ptrs = matrix_pointers(in, "out", batch, rows, cols);
+        if (writes_workspace) {
+          store(out_ptrs + cast(program_id(2), DType::i64) * in["out_slice_stride"], acc, in_bounds);
+        } else {
+          store(out_ptrs, apply_epilogue(f, in, acc, batch, rows, cols, in_bounds), in_bounds);
+        }
+      });
+}
+
+NamedArguments reduction_arguments(const GemmProblem& p, const Tensor& workspace) {
+  NamedArguments args;
+  add_matrix_argument(args, "partials", workspace, workspace_strides(p));
+  args.add("slice_stride", p.batch * p.m * p.n);
+  add_matrix_argument(args, "out", *p.out, p.out_strides);
+  add_epilogue_arguments(p, args);
+  add_sizes(args, p, false);
+  return args;
+}
+
+Kernel reduction_kernel(const GemmFeatures& f, std::vector<ir::Param> params) {
+  return define_op_kernel(
+      "gemm_split_k_sum", params, {{"BLOCK_M", 32}, {"BLOCK_N", 64}, {"SPLIT_K", 2}, {"num_warps", 4}},
+      [f, params](const Constants& c, std::span<const Tile> tiles) {
+        NamedTiles in(params, tiles);
+        int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"];
+        const Tile &M = in["M"], &N = in["N"];
+        Tile tiles_n = cdiv(N, bn);
+        Tile rows = program_id(0) / tiles_n * bm + arange(0, bm);  // (BLOCK_M)
+        Tile cols = program_id(0) % tiles_n * bn + arange(0, bn);  // (BLOCK_N)
+        Tile batch = cast(program_id(1), DType::i64);
+        Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)
+        Tile ptrs = matrix_pointers(in, "partials", batch, rows, cols);
+        // Slices summed in order: the result does not depend on the schedule.
+        Tile acc = for_range(0, c["SPLIT_K"], 1, zeros({bm, bn}, f.accumulator()), [&](Tile slice, Tile acc) {
+          return acc + load(ptrs + cast(slice, DType::i64) * in["slice_stride"], in_bounds);
+        });
+        Tile out_ptrs = matrix_pointers(in, "out", batch, rows, cols);
+        store(out_ptrs, apply_epilogue(f, in, acc, batch, rows, cols, in_bounds), in_bounds);
+      });
+}
+
+}  // namespace tilejit::ops::gemm_detail

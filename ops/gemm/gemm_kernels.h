@@ -1,0 +1,29 @@
+// The gemm kernels. The main kernel computes one (BLOCK_M, BLOCK_N) output tile per program
+// over one slice of K (program_id(0): the tile, in groups of GROUP_M rows of tiles so that
+// neighbouring programs share operand tiles in L2; program_id(1): the batch; program_id(2):
+// the K slice) on the tensor cores, and either applies the epilogue and writes the output,
+// or (split-K) writes its raw partial sum into an f32 / i32 workspace (split, batch, M, N).
+// The reduction kernel sums a workspace's slices in order and applies the epilogue.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dsl/kernel.h"
+#include "ops/common/named_arguments.h"
+#include "ops/gemm/gemm_problem.h"
+
+namespace tilejit::ops::gemm_detail {
+
+// The main kernel's launch: the output (or, with a workspace, the slices of the partial sums).
+NamedArguments main_arguments(const GemmProblem& p, const Tensor* workspace);
+// The main kernel for `f` (with `writes_workspace` its epilogue is left to the reduction).
+dsl::Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir::Param> params);
+
+NamedArguments reduction_arguments(const GemmProblem& p, const Tensor& workspace);
+dsl::Kernel reduction_kernel(const GemmFeatures& f, std::vector<ir::Param> params);
+
+// The constants of the main kernel a config sets, with their defaults.
+std::vector<dsl::ConstantDecl> main_constants();
+
+}  // namespace tilejit::ops::gemm_detail

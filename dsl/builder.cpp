@@ -437,6 +437,7 @@ Tile sin(const Tile& x, Loc l) { return unary_math(OpKind::sin, x, l); }
 Tile cos(const Tile& x, Loc l) { return unary_math(OpKind::cos, x, l); }
 Tile tanh(const Tile& x, Loc l) { return unary_math(OpKind::tanh, x, l); }
 Tile erf(const Tile& x, Loc l) { return unary_math(OpKind::erf, x, l); }
+Tile rint(const Tile& x, Loc l) { return unary_math(OpKind::rint, x, l); }
 Tile sigmoid(const Tile& x, Loc l) { return unary_math(OpKind::sigmoid, x, l); }
 
 // --- conversions -------------------------------------------------------------------------

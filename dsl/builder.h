@@ -71,6 +71,8 @@ Tile sin(const Tile& x, Loc loc = Loc::current());
 Tile cos(const Tile& x, Loc loc = Loc::current());
 Tile tanh(const Tile& x, Loc loc = Loc::current());
 Tile erf(const Tile& x, Loc loc = Loc::current());
+// The nearest integer, ties to even (IEEE roundeven), as a float.
+Tile rint(const Tile& x, Loc loc = Loc::current());
 Tile sigmoid(const Tile& x, Loc loc = Loc::current());
 
 // --- conversions -------------------------------------------------------------------------

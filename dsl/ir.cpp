@@ -27,7 +27,7 @@ constexpr std::array kOpNames = {
     "constant", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
     "reshape", "trans", "add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or",
     "xor", "shl", "shr", "cmp", "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt",
-    "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid", "fma", "select", "cast", "bitcast",
+    "rsqrt", "sin", "cos", "tanh", "erf", "rint", "sigmoid", "fma", "select", "cast", "bitcast",
     "addptr", "load", "store", "atomic_add", "atomic_max", "atomic_cas", "reduce", "dot", "for",
     "if", "yield", "print",
 };

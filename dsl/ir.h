@@ -49,7 +49,7 @@ enum class OpKind : uint8_t {
   // Comparison (result i1). Attribute "predicate".
   cmp,
   // Elementwise unary.
-  neg, bit_not, abs, exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, sigmoid,
+  neg, bit_not, abs, exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, rint, sigmoid,
   // Elementwise ternary.
   fma, select,
   // Conversions.

@@ -64,10 +64,18 @@ struct GemmOptions {
   int split_k = 0;  // slices of K; 0: the config's choice (tuned or heuristic)
 };
 
+// The output dtype of operands of dtype `a` under `options`.
+DType gemm_out_dtype(DType a, const GemmOptions& options);
+
 // A new output: (M, N), or (batch, M, N) when either operand is batched.
 Tensor gemm(const Tensor& a, const Tensor& b, const GemmOptions& options = {}, Stream* stream = nullptr);
 // The same into `out` (any strides; it may alias C when C's strides equal out's).
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out, const GemmOptions& options = {},
           Stream* stream = nullptr);
+
+// numpy's matmul over gemm: operands of rank >= 1 (1-D ones as numpy treats them), batch dims
+// broadcast as numpy broadcasts them; the options apply to every product (c and residual
+// are not broadcast: an error).
+Tensor matmul(const Tensor& a, const Tensor& b, const GemmOptions& options = {}, Stream* stream = nullptr);
 
 }  // namespace tilejit::ops

@@ -3,11 +3,19 @@
 #include <fmt/format.h>
 
 #include "dsl/error.h"
+#include "ops/gemm/gemm_runs.h"
 
 namespace tilejit::ops {
 
 const std::vector<LibraryRun>& library_runs() {
   static const std::vector<LibraryRun> runs = {
+      {"bf16_gemm", "gemm, bf16 x bf16 -> bf16 on tensor cores; M, N, K", run_bf16_gemm},
+      {"f16_gemm", "gemm, f16 x f16 -> f16 on tensor cores; M, N, K", run_f16_gemm},
+      {"tf32_gemm", "gemm, f32 x f32 -> f32 through tf32 tensor cores; M, N, K", run_tf32_gemm},
+      {"fp8_gemm", "gemm, e4m3 x e4m3 with per-tensor scale_inv -> bf16; M, N, K", run_fp8_gemm},
+      {"int8_gemm", "gemm, i8 x i8 -> i32 (matmul_true_int8); M, N, K", run_int8_gemm},
+      {"q_matmul_int8", "FJFormer's q_matmul_int8 end to end (quantize rows, columns, i8 gemm), bf16; M, N, K",
+       run_q_matmul_int8},
   };
   return runs;
 }

@@ -181,6 +181,14 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
   return v;
 }
 
+Tensor Tensor::select(int dim, int64_t index) const {
+  Tensor v = slice(dim, index, 1);
+  size_t d = static_cast<size_t>(dim < 0 ? dim + rank() : dim);
+  v.shape_.erase(v.shape_.begin() + static_cast<std::ptrdiff_t>(d));
+  v.strides_.erase(v.strides_.begin() + static_cast<std::ptrdiff_t>(d));
+  return v;
+}
+
 void Tensor::copy_from_host(const void* src, size_t bytes) {
   if (!is_contiguous()) fail("copy_from_host: {} is not contiguous", describe());
   if (static_cast<int64_t>(bytes) != this->bytes())

@@ -49,6 +49,8 @@ class Tensor {
   // Elements start .. start + length - 1 along `dim` (negative counts from the end): the same
   // memory and strides.
   Tensor slice(int dim, int64_t start, int64_t length) const;
+  // The tensor of one less rank at `index` along `dim` (negative counts from the end).
+  Tensor select(int dim, int64_t index) const;
 
   // Whole-tensor copies for contiguous tensors (synchronous, on the default stream).
   void copy_from_host(const void* src, size_t bytes);

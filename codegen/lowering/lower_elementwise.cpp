@@ -64,6 +64,7 @@ llvm::Value* emit_math(Lowering& L, K kind, llvm::Value* x) {
     case K::cos: r = L.call_libdevice("__nv_cosf", {x}); break;
     case K::tanh: r = L.call_libdevice("__nv_tanhf", {x}); break;
     case K::erf: r = L.call_libdevice("__nv_erff", {x}); break;
+    case K::rint: r = L.call_libdevice("__nv_rintf", {x}); break;
     case K::sigmoid: {
       llvm::Value* e = L.call_libdevice("__nv_expf", {B.CreateFNeg(x)});
       r = B.CreateFDiv(llvm::ConstantFP::get(B.getFloatTy(), 1.0), B.CreateFAdd(llvm::ConstantFP::get(B.getFloatTy(), 1.0), e));

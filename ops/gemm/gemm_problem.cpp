@@ -67,11 +67,20 @@ std::string GemmFeatures::key() const {
                      bias ? (*bias == BiasAxis::row ? "row" : "col") : "none", activation_name(activation), residual);
 }
 
-DType default_out_dtype(DType a) {
+}  // namespace tilejit::ops::gemm_detail
+
+namespace tilejit::ops {
+
+DType gemm_out_dtype(DType a, const GemmOptions& options) {
+  if (options.out_dtype) return *options.out_dtype;
   if (a == DType::i8) return DType::i32;
-  if (is_fp8(a)) return DType::bf16;
+  if (a == DType::f8e4m3 || a == DType::f8e5m2) return DType::bf16;
   return a;
 }
+
+}  // namespace tilejit::ops
+
+namespace tilejit::ops::gemm_detail {
 
 std::vector<int64_t> gemm_out_shape(const Tensor& a, const Tensor& b, const GemmOptions& options) {
   OpArguments args("gemm");
@@ -117,7 +126,7 @@ GemmProblem check_gemm(const Tensor& a, const Tensor& b, const GemmOptions& opti
   GemmFeatures& f = p.features;
   f.a = a.dtype();
   f.b = b.dtype();
-  f.out = options.out_dtype.value_or(default_out_dtype(a.dtype()));
+  f.out = gemm_out_dtype(a.dtype(), options);
   if (f.out == DType::i32 ? a.dtype() != DType::i8
                           : f.out != DType::f32 && f.out != DType::f16 && f.out != DType::bf16 && !is_fp8(f.out))
     args.fail("cannot write {} x {} products as {} (f32, f16, bf16, f8e4m3, f8e5m2; i32 for i8 operands)",

@@ -50,8 +50,6 @@ struct GemmProblem {
   GemmFeatures features;
 };
 
-// The dtype gemm writes when the options name none.
-DType default_out_dtype(DType a);
 // The output's shape for operands a and b (checked as by check_gemm).
 std::vector<int64_t> gemm_out_shape(const Tensor& a, const Tensor& b, const GemmOptions& options);
 // Checks everything (throws tilejit::Error starting "gemm: ") and normalizes; the output

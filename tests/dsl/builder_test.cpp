@@ -597,6 +597,7 @@ TEST(DslOps, MathFunctions) {
   const std::pair<const char*, MathFn> fns[] = {
       {"exp", exp},   {"exp2", exp2}, {"log", log}, {"log2", log2}, {"sqrt", sqrt},       {"rsqrt", rsqrt},
       {"sin", sin},   {"cos", cos},   {"tanh", tanh}, {"erf", erf}, {"sigmoid", sigmoid}, {"abs", abs},
+      {"rint", rint},
   };
   for (DType d : {f32, f16, bf16}) {
     SCOPED_TRACE(name_of(d));
@@ -620,10 +621,10 @@ TEST(DslOps, MathFunctions) {
   auto fn = trace("math_direct", {"x"}, [](const Constants&, Ptr<f32> x) {
     Tile a = load(x + arange(0, 16));
     Tile r = exp(a) + exp2(a) + log(a) + log2(a) + sqrt(a) + rsqrt(a) + sin(a) + cos(a) + tanh(a) + erf(a) +
-             sigmoid(a) + abs(a);
+             sigmoid(a) + abs(a) + rint(a);
     EXPECT_EQ(r.type(), a.type());
   });
-  EXPECT_EQ(ops_of(*fn, OpKind::add).size(), 11u);
+  EXPECT_EQ(ops_of(*fn, OpKind::add).size(), 12u);
 }
 
 // --- conversions -------------------------------------------------------------------------

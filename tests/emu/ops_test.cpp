@@ -855,9 +855,9 @@ INSTANTIATE_TEST_SUITE_P(DTypes, Fma, ::testing::Values(DType::f16, DType::bf16,
 // math functions (f16 / bf16 computed in f32)
 // ============================================================================================
 
-constexpr int kMathOps = 12;
-const char* const kMathNames[kMathOps] = {"exp", "exp2", "log",  "log2", "sqrt",    "rsqrt",
-                                          "sin", "cos",  "tanh", "erf",  "sigmoid", "abs"};
+constexpr int kMathOps = 13;
+const char* const kMathNames[kMathOps] = {"exp", "exp2", "log",  "log2", "sqrt",    "rsqrt", "sin",
+                                          "cos", "tanh", "erf",  "sigmoid", "abs", "rint"};
 
 template <DType D>
 JitKernel& math_kernel() {
@@ -866,8 +866,9 @@ JitKernel& math_kernel() {
                                      Tile offs = program_id(0) * c["B"] + arange(0, c["B"]);
                                      Tile mask = offs < n;
                                      Tile x = load(px + offs, mask), y = load(py + offs, mask, 1.0);
-                                     Tile r[kMathOps] = {exp(x), exp2(x), log(y),  log2(y), sqrt(y),    rsqrt(y),
-                                                         sin(x), cos(x),  tanh(x), erf(x),  sigmoid(x), abs(x)};
+                                     Tile r[kMathOps] = {exp(x),  exp2(x), log(y),     log2(y), sqrt(y),
+                                                         rsqrt(y), sin(x),  cos(x),     tanh(x), erf(x),
+                                                         sigmoid(x), abs(x), rint(x)};
                                      for (int i = 0; i < kMathOps; ++i) store(out + i * n + offs, r[i], mask);
                                    }));
   return k;
@@ -886,7 +887,8 @@ LD math_ref(int op, LD v) {
     case 8: return std::tanh(v);
     case 9: return std::erf(v);
     case 10: return 1 / (1 + std::exp(-v));
-    default: return std::fabs(v);
+    case 11: return std::fabs(v);
+    default: return std::nearbyint(v);  // ties to even
   }
 }
 
@@ -902,8 +904,8 @@ TEST_P(MathFunctions, AgainstLongDoubleLibm) {
     x.set(size_t(i), rng.coin(0.8) ? rng.uniform(-8, 8) : rng.uniform(-1, 1) * std::pow(10.0, rng.uniform(-6, 1.3)));
     y.set(size_t(i), std::pow(10.0, rng.uniform(-4, 4)));
   }
-  const LD xs[] = {0.0L, -0.0L, inf, -inf, nan, 1e-3L, -20, 20, 3.14159265358979L, -100};
-  const LD ys[] = {0.0L, -1, inf, nan, 1, 4, 0.25L, 1e-30L, 65504, 2};
+  const LD xs[] = {0.0L, -0.0L, inf, -inf, nan, 1e-3L, -20, 20, 3.14159265358979L, -100, 0.5L, 1.5L, 2.5L, -2.5L, -0.5L};
+  const LD ys[] = {0.0L, -1, inf, nan, 1, 4, 0.25L, 1e-30L, 65504, 2, 1, 1, 1, 1, 1};
   for (size_t i = 0; i < std::size(xs); ++i) x.set(i, xs[i]), y.set(i, ys[i]);
   Tensor out = poisoned(d, {kMathOps * n});
   dispatch(d, [&]<DType D>(DT<D>) {
@@ -922,6 +924,7 @@ TEST_P(MathFunctions, AgainstLongDoubleLibm) {
     }
     Tol tol = math_tol(d);
     if (d == DType::f32) tol.atol = (op == 2 || op == 3 || op == 6 || op == 7) ? 1.2e-7 : 1e-37;
+    if (op == 12) tol = Tol{0, 0, true};  // rint is exact, the sign of zero included
     expect_values(std::string(kMathNames[op]) + " [" + name_of(d) + "]", g, want, tol,
                   [&](size_t i) { return std::string(on_y ? "y=" : "x=") + fmt_ld(in.get(i)); });
   }

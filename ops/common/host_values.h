@@ -1,0 +1,23 @@
+// Values of device dtypes on the host, for the library runs (ops/library_runs.h): random
+// inputs made directly as the dtype's bytes, and those bytes read back as doubles for the
+// references.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "dsl/dtype.h"
+
+namespace tilejit::ops {
+
+// The value of one element (f32, f16, bf16, f8e4m3, f8e5m2, e8m0, i8, i32).
+double host_value(DType dtype, const uint8_t* element);
+// Every element of `bytes` (elements of `dtype`) as a double.
+std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes);
+
+// `count` random elements of `dtype`: floats ±(1 + m/4) · 2^e with e in [-3, 2] and m in
+// [0, 3] (exact in every float format, fp8 included; no NaN or inf), integers in [-8, 8].
+std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64& rng);
+
+}  // namespace tilejit::ops

@@ -1,0 +1,117 @@
+#include "ops/gemm/gemm_runs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "ops/common/host_values.h"
+#include "ops/gemm.h"
+#include "ops/int8.h"
+#include "ops/library_runs.h"
+
+namespace tilejit::ops {
+namespace {
+
+struct GemmRunSpec {
+  std::string op;
+  DType a, out;
+  double accumulation_error;  // relative to the sum of |products|
+  double output_rounding;     // relative to the result
+  std::function<void(const Tensor& a, const Tensor& b, const Tensor& out, Stream& s)> call;
+};
+
+Tensor upload(Device& device, DType dtype, std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
+  Tensor t = Tensor::empty(device, dtype, std::move(shape));
+  t.copy_from_host(bytes.data(), bytes.size());
+  return t;
+}
+
+ExampleRun run_gemm_spec(const GemmRunSpec& spec, Device& device, const ExampleOptions& options) {
+  bool small = options.small || device.info().kind == DeviceKind::emu;
+  int64_t size = small ? 256 : 4096;
+  auto dims = run_dimensions(spec.op, {{"M", size}, {"N", size}, {"K", size}}, options);
+  int64_t m = dimension(dims, "M"), n = dimension(dims, "N"), k = dimension(dims, "K");
+  std::mt19937_64 rng(options.seed ? options.seed : std::random_device{}());
+  std::vector<uint8_t> a_bytes = random_elements(spec.a, m * k, rng), b_bytes = random_elements(spec.a, k * n, rng);
+  Tensor a = upload(device, spec.a, {m, k}, a_bytes), b = upload(device, spec.a, {k, n}, b_bytes);
+  Tensor out = Tensor::empty(device, spec.out, {m, n});
+  out.fill_bytes(0xff);
+
+  ExampleRun r;
+  r.kernel = spec.op;
+  r.device = device.info().name;
+  r.problem = fmt::format("M={} N={} K={}", m, n, k);
+  r.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  r.bytes = static_cast<double>(a.bytes() + b.bytes() + out.bytes());
+  time_launches(r, device, [&](Stream& s) { spec.call(a, b, out, s); });
+
+  std::vector<uint8_t> got(static_cast<size_t>(out.bytes()));
+  out.copy_to_host(got.data(), got.size());
+  std::vector<double> av = host_values(spec.a, a_bytes), bv = host_values(spec.a, b_bytes);
+  r.rtol = spec.output_rounding;
+  r.ok = true;
+  const int64_t rows = std::min<int64_t>(m, 64);
+  size_t out_size = static_cast<size_t>(dtype_storage_bytes(spec.out));
+  for (int64_t sample = 0; sample < rows; ++sample) {
+    int64_t i = sample * m / rows;
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t t = 0; t < k; ++t) {
+        double p = av[static_cast<size_t>(i * k + t)] * bv[static_cast<size_t>(t * n + j)];
+        sum += p, magnitude += std::fabs(p);
+      }
+      double v = host_value(spec.out, got.data() + static_cast<size_t>(i * n + j) * out_size);
+      double error = std::isnan(v) ? INFINITY : std::fabs(v - sum);
+      double atol = spec.accumulation_error * magnitude;
+      r.atol = std::max(r.atol, atol);
+      r.max_abs_error = std::max(r.max_abs_error, error);
+      r.ok = r.ok && error <= atol + r.rtol * std::fabs(sum);
+    }
+  }
+  return r;
+}
+
+void plain_gemm(const Tensor& a, const Tensor& b, const Tensor& out, Stream& s) { gemm(a, b, out, {}, &s); }
+
+}  // namespace
+
+ExampleRun run_bf16_gemm(Device& device, const ExampleOptions& options) {
+  return run_gemm_spec({"bf16_gemm", DType::bf16, DType::bf16, 1e-5, 1.0 / 256, plain_gemm}, device, options);
+}
+
+ExampleRun run_f16_gemm(Device& device, const ExampleOptions& options) {
+  return run_gemm_spec({"f16_gemm", DType::f16, DType::f16, 1e-5, 1.0 / 2048, plain_gemm}, device, options);
+}
+
+ExampleRun run_tf32_gemm(Device& device, const ExampleOptions& options) {
+  // The random inputs carry 3 mantissa bits: tf32 holds them exactly.
+  return run_gemm_spec({"tf32_gemm", DType::f32, DType::f32, 1e-5, 1e-6, plain_gemm}, device, options);
+}
+
+ExampleRun run_fp8_gemm(Device& device, const ExampleOptions& options) {
+  Tensor one = Tensor::empty(device, DType::f32, {1});
+  const float value = 1;
+  one.copy_from_host(&value, sizeof value);
+  return run_gemm_spec({"fp8_gemm", DType::f8e4m3, DType::bf16, 1e-5, 1.0 / 256,
+                        [one](const Tensor& a, const Tensor& b, const Tensor& out, Stream& s) {
+                          GemmOptions o;
+                          o.a_scale_inv = one, o.b_scale_inv = one;
+                          gemm(a, b, out, o, &s);
+                        }},
+                       device, options);
+}
+
+ExampleRun run_int8_gemm(Device& device, const ExampleOptions& options) {
+  return run_gemm_spec({"int8_gemm", DType::i8, DType::i32, 0, 0, plain_gemm}, device, options);
+}
+
+ExampleRun run_q_matmul_int8(Device& device, const ExampleOptions& options) {
+  // Quantization to 8 bits loses about 1/127 of each row's and column's largest value.
+  return run_gemm_spec({"q_matmul_int8", DType::bf16, DType::bf16, 2.0 / 127, 1.0 / 128,
+                        [](const Tensor& a, const Tensor& b, const Tensor& out, Stream& s) {
+                          q_matmul_int8(a, b, out, &s);
+                        }},
+                       device, options);
+}
+
+}  // namespace tilejit::ops

@@ -1,0 +1,152 @@
+// The int8 ops (FJFormer's quant_int8, matmul_true_int8, q_matmul_int8) and numpy-style
+// matmul against long-double references of SEMANTICS.md, on the emulator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/gemm.h"
+#include "ops/int8.h"
+#include "tests/emu/ops_test_util.h"
+#include "tests/error_message.h"
+
+namespace {
+
+using namespace tjops;
+
+// quant_int8 of one value, as the reference: clip(round_half_to_even(x), -127, 127).
+LD quant(LD x) { return std::clamp<LD>(std::nearbyint(x), -127, 127); }
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& words) {
+  std::string message = tilejit::testing_util::error_of(f);
+  for (const std::string& word : words) EXPECT_NE(message.find(word), std::string::npos) << word << " not in: " << message;
+}
+
+TEST(Int8, QuantInt8RoundsHalfToEvenAndClips) {
+  TJ_SEEDED_RNG(rng);
+  const std::vector<LD> edges = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, 128, -127.5, -128, -300, 1e6, 0.49, -0};
+  for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(name_of(d));
+    Host x = random_host(d, 3000, rng, -160, 160);
+    for (size_t i = 0; i < edges.size(); ++i) x.set(i, edges[i]);
+    Host q = download(tilejit::ops::quant_int8(upload(x, {30, 100})));
+    std::vector<LD> want(x.size());
+    for (size_t i = 0; i < want.size(); ++i) want[i] = quant(x.get(i));
+    expect_values("quant_int8", q, want, exact(), [&](size_t i) { return "x = " + fmt_ld(x.get(i)); });
+  }
+}
+
+// The reference's per-row quantization in x's dtype: s = 127 / max|x|, q = quant(x * s).
+struct RowReference {
+  std::vector<LD> q, inv_scale;
+};
+RowReference quantize_rows(const Host& x, int64_t r, int64_t c) {
+  RowReference out{std::vector<LD>(size_t(r * c)), std::vector<LD>(size_t(r))};
+  for (int64_t i = 0; i < r; ++i) {
+    LD amax = 0;
+    for (int64_t j = 0; j < c; ++j) amax = std::max(amax, std::fabs(x.get(size_t(i * c + j))));
+    LD s = amax > 0 ? round_to(x.dtype, 127 / amax) : 0;
+    out.inv_scale[size_t(i)] = s > 0 ? round_to(DType::f32, 1 / s) : 0;
+    for (int64_t j = 0; j < c; ++j) out.q[size_t(i * c + j)] = quant(round_to(x.dtype, x.get(size_t(i * c + j)) * s));
+  }
+  return out;
+}
+
+TEST(Int8, QuantizeRowsIsTheReferencesArithmetic) {
+  TJ_SEEDED_RNG(rng);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+    SCOPED_TRACE(name_of(d));
+    const int64_t r = 37, c = 300;
+    Host x = random_host(d, size_t(r * c), rng, -3, 3);
+    for (int64_t j = 0; j < c; ++j) x.set(size_t(5 * c + j), 0);  // an all-zero row quantizes to 0
+    tilejit::ops::RowQuantized got = tilejit::ops::quantize_rows_int8(upload(x, {r, c}));
+    RowReference want = quantize_rows(x, r, c);
+    expect_values("q", download(got.q), want.q, exact());
+    expect_values("inv_scale", download(got.inv_scale), want.inv_scale, exact());
+  }
+}
+
+TEST(Int8, QMatmulInt8) {
+  TJ_SEEDED_RNG(rng);
+  for (DType d : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(name_of(d));
+    const int64_t m = 33, k = 150, n = 41;
+    Host a = random_host(d, size_t(m * k), rng, -2, 2), w = random_host(d, size_t(k * n), rng, -1, 1);
+    for (int64_t j = 0; j < k; ++j) a.set(size_t(3 * k + j), 0);  // row 3 of a: all zero
+    for (int64_t i = 0; i < k; ++i) w.set(size_t(i * n + 7), 0);  // column 7 of w: all zero
+    Host got = download(tilejit::ops::q_matmul_int8(upload(a, {m, k}), upload(w, {k, n})));
+
+    RowReference qa = quantize_rows(a, m, k);
+    Host wt(d, size_t(k * n));
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j) wt.set_raw(size_t(j * k + i), w.raw(size_t(i * n + j)));
+    RowReference qw = quantize_rows(wt, n, k);
+    std::vector<LD> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        LD acc = 0;
+        for (int64_t t = 0; t < k; ++t) acc += qa.q[size_t(i * k + t)] * qw.q[size_t(j * k + t)];
+        // acc / (a_s * w_s) in the inputs' dtype; 0 where a scale is (SEMANTICS.md's NaN case).
+        LD sa = qa.inv_scale[size_t(i)] > 0 ? 1 / qa.inv_scale[size_t(i)] : 0;
+        LD sw = qw.inv_scale[size_t(j)] > 0 ? 1 / qw.inv_scale[size_t(j)] : 0;
+        want[size_t(i * n + j)] = sa > 0 && sw > 0 ? round_to(d, round_to(d, acc) / round_to(d, sa * sw)) : 0;
+      }
+    // The kernel multiplies by f32 reciprocals and rounds once: a few ulps of the dtype apart.
+    expect_values("q_matmul_int8", got, want, d == DType::f32 ? Tol{2e-6, 1e-30} : Tol{1.6e-2, 1e-30});
+  }
+}
+
+TEST(Int8, MatmulBroadcastsLikeNumpy) {
+  TJ_SEEDED_RNG(rng);
+  const int64_t m = 9, k = 20, n = 7;
+  Host a = random_host(DType::i8, size_t(2 * 1 * m * k), rng, -128, 127);
+  Host b = random_host(DType::i8, size_t(3 * k * n), rng, -128, 127);
+  Tensor out = tilejit::ops::matmul_true_int8(upload(a, {2, 1, m, k}), upload(b, {3, k, n}));
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{2, 3, m, n}));
+  std::vector<LD> want(size_t(2 * 3 * m * n));
+  for (int64_t x = 0; x < 2; ++x)
+    for (int64_t y = 0; y < 3; ++y)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          LD s = 0;
+          for (int64_t t = 0; t < k; ++t) s += a.get(size_t(x * m * k + i * k + t)) * b.get(size_t(y * k * n + t * n + j));
+          want[size_t(((x * 3 + y) * m + i) * n + j)] = s;
+        }
+  expect_values("matmul_true_int8 (2,1,M,K) x (3,K,N)", download(out), want, exact());
+
+  // 1-D operands: a vector times a matrix, a matrix times a vector.
+  Host v = random_host(DType::bf16, size_t(k), rng, -1, 1), mat = random_host(DType::bf16, size_t(k * n), rng, -1, 1);
+  Tensor vm = tilejit::ops::matmul(upload(v, {k}), upload(mat, {k, n}));
+  ASSERT_EQ(vm.shape(), (std::vector<int64_t>{n}));
+  Tensor mv = tilejit::ops::matmul(upload(mat, {n, k}), upload(v, {k}));
+  ASSERT_EQ(mv.shape(), (std::vector<int64_t>{n}));
+  std::vector<LD> want_vm(static_cast<size_t>(n)), want_mv(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t t = 0; t < k; ++t) {
+      want_vm[size_t(j)] += v.get(size_t(t)) * mat.get(size_t(t * n + j));
+      want_mv[size_t(j)] += mat.get(size_t(j * k + t)) * v.get(size_t(t));
+    }
+  for (LD& x : want_vm) x = round_to(DType::bf16, x);
+  for (LD& x : want_mv) x = round_to(DType::bf16, x);
+  expect_values("vector @ matrix", download(vm), want_vm, {8e-3, 1e-4});
+  expect_values("matrix @ vector", download(mv), want_mv, {8e-3, 1e-4});
+}
+
+TEST(Int8, Errors) {
+  auto t = [](DType d, std::vector<int64_t> shape) { return Tensor::empty(emu(), d, shape); };
+  expect_error([&] { tilejit::ops::quant_int8(t(DType::i32, {4})); }, {"quant_int8", "x must be", "i32[4]"});
+  expect_error([&] { tilejit::ops::quant_int8(t(DType::f32, {4, 6}).slice(1, 0, 3)); }, {"quant_int8", "contiguous"});
+  expect_error([&] { tilejit::ops::matmul_true_int8(t(DType::bf16, {4, 4}), t(DType::i8, {4, 4})); },
+               {"matmul_true_int8", "a must be i8", "bf16[4, 4]"});
+  expect_error([&] { tilejit::ops::matmul_true_int8(t(DType::i8, {2, 4, 4}), t(DType::i8, {3, 4, 4})); },
+               {"batch", "2", "3"});
+  expect_error([&] { tilejit::ops::matmul(t(DType::i8, {5, 2, 4, 4}), t(DType::i8, {3, 1, 4, 4})); },
+               {"matmul", "batch dims do not broadcast", "5 vs 3"});
+  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {6, 3})); },
+               {"q_matmul_int8", "a's columns (8)", "w's rows (6)"});
+  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::bf16, {8, 3})); },
+               {"q_matmul_int8", "one dtype"});
+  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {2, 4, 8}), t(DType::f32, {8, 3})); },
+               {"q_matmul_int8", "a must have rank 2"});
+}
+
+}  // namespace

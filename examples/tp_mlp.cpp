@@ -5,7 +5,7 @@
 //                         w1_r [H, F/N]   its columns of the first weight
 //                         w2_r [F/N, H]   its rows of the second weight
 //   x    = all_gather(x_r, axis 0, tiled)          [S, H]    the whole sequence
-//   h    = gelu(x @ w1_r)                          [S, F/N]  (DSL kernels: gemm, gelu)
+//   h    = gelu(x @ w1_r)                          [S, F/N]  (ops::gemm, gelu fused in its epilogue)
 //   z_r  = h @ w2_r                                [S, H]    a partial sum over F
 //   y_r  = reduce_scatter(z_r, dimension 0, tiled) [S/N, H]  summed, rank r's rows
 //
@@ -21,27 +21,14 @@
 #include <vector>
 
 #include "ops/collectives.h"
-#include "ops/kernels/examples.h"
-#include "runtime/jit.h"
+#include "ops/gemm.h"
 #include "runtime/tensor.h"
 
 namespace {
 
 using namespace tilejit;
-using namespace tilejit::dsl;
 
 constexpr int64_t kTokens = 128, kHidden = 64, kFfn = 256;  // S, H, F
-
-// gelu(x) = x/2 (1 + erf(x / sqrt 2)), elementwise.
-Kernel gelu_kernel() {
-  return define_kernel("gelu", {"x", "y", "n"}, {{"BLOCK", 1024}},
-                       [](const Constants& c, Ptr<f32> x, Ptr<f32> y, Scalar<i32> n) {
-                         Tile offs = program_id(0) * c["BLOCK"] + arange(0, c["BLOCK"]);  // (BLOCK)
-                         Tile mask = offs < n;
-                         Tile v = load(x + offs, mask);
-                         store(y + offs, 0.5 * v * (1.0 + erf(v * 0.7071067811865476)), mask);
-                       });
-}
 
 double gelu(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
 
@@ -88,14 +75,6 @@ Tensor upload(Device& device, const Matrix& m) {
   Tensor t = Tensor::empty(device, DType::f32, {m.rows, m.cols});
   t.copy_from_host(std::span<const float>(m.values));
   return t;
-}
-
-uint32_t cdiv(int64_t a, int64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
-
-// c [M, N] = a [M, K] @ b [K, N], all contiguous.
-void matmul(const JitKernel& gemm, Stream& stream, const Tensor& a, const Tensor& b, const Tensor& c) {
-  auto m = static_cast<int32_t>(a.dim(0)), k = static_cast<int32_t>(a.dim(1)), n = static_cast<int32_t>(b.dim(1));
-  gemm.launch(stream, {cdiv(m, 64), cdiv(n, 64)}, a, b, c, m, n, k, k, n, n);
 }
 
 struct Options {
@@ -151,7 +130,10 @@ int main(int argc, char** argv) {
     std::vector<ops::Communicator> ranks = make_ranks(options);
     fmt::print("tensor-parallel MLP, S={} H={} F={}, on {} {}\n", kTokens, kHidden, kFfn, n,
                options.on_gpus ? "GPUs (NCCL)" : "emulated ranks");
-    const JitKernel gemm(ops::gemm_kernel()), act(gelu_kernel());
+    // f32 products on the tensor cores, accurate to f32 (three tf32 products each).
+    ops::GemmOptions up, down;
+    up.precision = down.precision = dsl::Precision::tf32x3;
+    up.activation = ops::Activation::gelu_erf;
     const int64_t s_local = kTokens / n, f_local = kFfn / n;
     std::vector<double> max_error(static_cast<size_t>(n));
     auto start = std::chrono::steady_clock::now();
@@ -166,12 +148,8 @@ int main(int argc, char** argv) {
       ops::AllGatherOptions gather;
       gather.tiled = true;
       Tensor x_all = ops::all_gather(x_r, comm, gather, &stream);  // [S, H]
-      Tensor pre = Tensor::empty(device, DType::f32, {kTokens, f_local});
-      matmul(gemm, stream, x_all, w1_r, pre);  // [S, F/N]
-      Tensor h = Tensor::empty(device, DType::f32, {kTokens, f_local});
-      act.launch(stream, {cdiv(pre.numel(), 1024)}, pre, h, static_cast<int32_t>(pre.numel()));
-      Tensor z = Tensor::empty(device, DType::f32, {kTokens, kHidden});
-      matmul(gemm, stream, h, w2_r, z);  // [S, H], partial over F
+      Tensor h = ops::gemm(x_all, w1_r, up, &stream);  // [S, F/N], gelu applied
+      Tensor z = ops::gemm(h, w2_r, down, &stream);    // [S, H], partial over F
       ops::ReduceScatterOptions scatter;
       scatter.tiled = true;
       Tensor y_r = ops::reduce_scatter(z, comm, scatter, &stream);  // [S/N, H]

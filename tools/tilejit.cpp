@@ -16,9 +16,12 @@ namespace {
 
 using namespace tilejit;
 
-int run_list() {
-  for (auto& k : ops::registered_kernels()) fmt::print("{:<12} {}\n", k.kernel.name(), k.summary);
-  for (auto& op : ops::library_runs()) fmt::print("{:<12} {}\n", op.op, op.summary);
+int run_list(bool kernels, bool library_ops) {
+  if (!kernels && !library_ops) kernels = library_ops = true;
+  if (kernels)
+    for (auto& k : ops::registered_kernels()) fmt::print("{:<14} {}\n", k.kernel.name(), k.summary);
+  if (library_ops)
+    for (auto& op : ops::library_runs()) fmt::print("{:<14} {}\n", op.op, op.summary);
   return 0;
 }
 
@@ -47,6 +50,9 @@ int main(int argc, char** argv) {
   std::vector<tools::Command> commands = {tools::add_info_command(app), tools::add_run_command(app),
                                           tools::add_cache_command(app), tools::add_tune_command(app)};
   auto* list = app.add_subcommand("list", "Print the registered kernels and library ops, one per line, name first");
+  bool list_kernels = false, list_ops = false;
+  list->add_flag("--kernels", list_kernels, "Only the registered kernels (what emit takes)");
+  list->add_flag("--ops", list_ops, "Only the library ops");
 
   auto* emit = app.add_subcommand("emit", "Write a kernel's tile IR, LLVM IR or PTX to stdout");
   std::string kernel, arch = "sm_90a", format = "ptx";
@@ -60,7 +66,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (list->parsed()) return run_list();
+    if (list->parsed()) return run_list(list_kernels, list_ops);
     if (emit->parsed()) return run_emit(kernel, arch, settings, format, generic);
     for (auto& command : commands)
       if (int status = command(); status >= 0) return status;

@@ -16,7 +16,10 @@ check() {  # check NAME COMMAND...: runs the command, counts the result
 }
 
 "$tilejit" --version | grep -q "tilejit .* (LLVM " || { echo "FAILED: --version"; exit 1; }
-kernels=$("$tilejit" list | awk '{print $1}')
+kernels=$("$tilejit" list --kernels | awk '{print $1}')
+library_ops=$("$tilejit" list --ops | awk '{print $1}')
+[ "$("$tilejit" list | wc -l)" -eq "$(($(echo "$kernels" | wc -l) + $(echo "$library_ops" | wc -l)))" ] ||
+  { echo "FAILED: list prints kernels and ops"; exit 1; }
 [ -n "$kernels" ] || { echo "FAILED: list printed nothing"; exit 1; }
 for k in $kernels; do
   check "$k ir" bash -c "'$tilejit' emit $k --format ir | grep -q '^kernel @$k('"
@@ -41,6 +44,12 @@ check "unknown arch" bash -c "'$tilejit' emit gemm --arch sm_12 2>&1 | grep -q \
 for k in $kernels; do
   check "$k run emu" bash -c "'$tilejit' run $k --device emu | grep -E '^$k +ok '"
 done
+# Every library op in the emulator at its small default size, checked against its reference.
+for op in $library_ops; do
+  check "$op run emu" bash -c "'$tilejit' run $op --device emu | grep -E '^$op +ok '"
+done
+check "op with its dimensions set" bash -c "'$tilejit' run bf16_gemm --device emu --set M=100 --set K=48 | grep -E 'ok +M=100 N=256 K=48 '"
+check "op with an unknown dimension" bash -c "'$tilejit' run bf16_gemm --device emu --set Q=1 2>&1 | grep -q 'no problem dimension named Q (it has M, N, K)'"
 check "run with --set" bash -c "'$tilejit' run gemm --device emu --set BLOCK_M=32 --set num_warps=2 | grep -q ' ok '"
 check "run unknown kernel" bash -c "'$tilejit' run nope --device emu 2>&1 | grep -q \"no example run for kernel 'nope'\""
 check "run unknown device" bash -c "'$tilejit' run gemm --device tpu 2>&1 | grep -q \"unknown device 'tpu'\""

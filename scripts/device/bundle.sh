@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.."
 binaries=(build/tests/gpu/test_gpu build/tests/gpu/test_gpu_collectives build/tests/emu/test_emu
           build/tests/runtime/test_runtime build/tests/autotune/test_autotune build/tests/autotune/test_autotune_emu
           build/bench/runtime_bench build/bench/compile_bench build/bench/autotune_bench
-          build/bench/collectives_bench build/tools/tilejit build/examples/demo build/examples/tp_mlp)
+          build/bench/collectives_bench build/bench/gemm_bench build/tests/ops/test_gemm
+          build/tools/tilejit build/examples/demo build/examples/tp_mlp)
 rm -rf .device/bin && mkdir -p .device/bin .device/debs
 for b in "${binaries[@]}"; do
   cp "$b" .device/bin/ && strip .device/bin/"$(basename "$b")"

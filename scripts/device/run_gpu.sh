@@ -32,10 +32,12 @@ run test_runtime $b/test_runtime
 run test_emu     $b/test_emu
 run test_autotune $b/test_autotune
 run test_autotune_emu $b/test_autotune_emu
+run test_gemm  $b/test_gemm
 for k in $($b/tilejit list | awk '{print $1}'); do $b/tilejit run "$k" --device cuda 2>&1 | tee -a "$out/run.log"; done
 $b/demo 2>&1 | tee "$out/demo.log"
 $b/tp_mlp --device cuda 2>&1 | tee "$out/tp_mlp.log"
 run runtime_bench $b/runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 # Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
 run autotune_bench env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+run gemm_bench $b/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 run collectives_bench $b/collectives_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

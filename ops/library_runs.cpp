@@ -4,6 +4,7 @@
 
 #include "dsl/error.h"
 #include "ops/gemm/gemm_runs.h"
+#include "ops/scaled_dot/runs.h"
 
 namespace tilejit::ops {
 
@@ -16,6 +17,9 @@ const std::vector<LibraryRun>& library_runs() {
       {"int8_gemm", "gemm, i8 x i8 -> i32 (matmul_true_int8); M, N, K", run_int8_gemm},
       {"q_matmul_int8", "FJFormer's q_matmul_int8 end to end (quantize rows, columns, i8 gemm), bf16; M, N, K",
        run_q_matmul_int8},
+      {"scaled_dot", "MX-scaled matrix product (jax.lax.scaled_dot): e4m3 x e4m3, e8m0 scales; B, M, N, K, BLOCK",
+       run_scaled_dot},
+      {"mx_quantize", "MX quantization to f8e4m3 with e8m0 scales per 32 elements; ROWS, COLS", run_mx_quantize},
   };
   return runs;
 }

@@ -1,0 +1,263 @@
+#include "ops/scaled_dot/kernel.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "ops/common/named_arguments.h"
+#include "ops/common/op_kernels.h"
+
+namespace tilejit::ops::scaled_dot_detail {
+namespace {
+
+using namespace tilejit::dsl;
+
+bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
+// Every value of both dtypes is a value of `wide`.
+bool both_within(DType a, DType b, DType wide) { return (is_fp8(a) || a == wide) && (is_fp8(b) || b == wide); }
+
+struct Compute {
+  std::optional<DType> dtype;
+  Precision precision = Precision::tf32;
+  int64_t mma_k;      // the tensor cores' K for these operands: BLOCK_K must reach it
+  int64_t max_block_k;
+};
+
+// The operand types dot sees when the scales stay out of the operands: the stored ones where
+// the tensor cores take them, else the narrowest type that holds both exactly.
+Compute stored_compute(DType lhs, DType rhs, int cc) {
+  if (is_fp8(lhs) && is_fp8(rhs) && cc >= 89) return {std::nullopt, Precision::tf32, 32, 64};
+  if (both_within(lhs, rhs, DType::bf16)) return {DType::bf16, Precision::tf32, 16, 64};
+  if (both_within(lhs, rhs, DType::f16)) return {DType::f16, Precision::tf32, 16, 64};
+  if (lhs != DType::f32 && rhs != DType::f32) return {DType::f32, Precision::tf32, 8, 32};  // tf32 holds f16 and bf16
+  return {DType::f32, Precision::tf32x3, 8, 32};
+}
+
+// The operand types dot sees when the scales are multiplied into the operand tiles.
+Compute scaled_compute(DType lhs, DType rhs) {
+  if (both_within(lhs, rhs, DType::bf16)) return {DType::bf16, Precision::tf32, 16, 32};
+  return {DType::f32, Precision::tf32x3, 8, 32};
+}
+
+int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Everything the kernel's code depends on; the key of its memoized JitKernel.
+struct KernelSpec {
+  DType lhs, rhs, out;
+  std::optional<DType> lhs_scale, rhs_scale;
+  ScaleMode mode;
+  std::optional<DType> compute;
+  Precision precision;
+  DType index;  // i32, or i64 when an offset within one batch may pass 2^31
+
+  std::string key() const {
+    auto name = [](std::optional<DType> d) { return d ? std::string(dtype_name(*d)) : std::string("none"); };
+    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}", dtype_name(lhs), dtype_name(rhs),
+                       name(lhs_scale), name(rhs_scale), dtype_name(out), scale_mode_name(mode), name(compute),
+                       static_cast<int>(precision), dtype_name(index));
+  }
+};
+
+// Which of a 2-D view's dims has stride 1 (1: the first, 2: the second, 0: neither): the
+// kernel then adds that index as is, so the loads along it are known to be contiguous.
+int64_t unit_dim(int64_t first_stride, int64_t second_stride) {
+  return second_stride == 1 ? 2 : first_stride == 1 ? 1 : 0;
+}
+
+Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& params) {
+  return define_op_kernel(
+      "scaled_dot", params, {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"LHS_UNIT", 0}, {"RHS_UNIT", 0}},
+      [spec, params](const Constants& c, std::span<const Tile> tiles) {
+        NamedTiles arg(params, tiles);
+        const int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"];
+        const int64_t lhs_unit = c["LHS_UNIT"], rhs_unit = c["RHS_UNIT"];
+        auto index = [&](const Tile& t) { return cast(t, spec.index); };
+        const Tile &M = arg["M"], &N = arg["N"], &K = arg["K"];
+
+        Tile pid = program_id(0);
+        Tile batch = cast(pid / arg["tiles_per_batch"], i64);
+        Tile tile = pid % arg["tiles_per_batch"];
+        Tile rows = index(tile / arg["tiles_n"]) * bm + index(arange(0, bm));  // (BLOCK_M)
+        Tile cols = index(tile % arg["tiles_n"]) * bn + index(arange(0, bn));  // (BLOCK_N)
+        Tile ks = index(arange(0, bk));                                        // (BLOCK_K)
+        Tile row_ok = expand_dims(rows < M, 1);                                // (BLOCK_M, 1)
+        Tile col_ok = expand_dims(cols < N, 0);                                // (1, BLOCK_N)
+
+        auto term = [](const Tile& i, const Tile& stride, bool unit) { return unit ? i : i * stride; };
+        Tile a_ptrs = arg["lhs"] + batch * arg["lhs_sb"] + term(expand_dims(rows, 1), arg["lhs_sm"], lhs_unit == 1) +
+                      term(expand_dims(ks, 0), arg["lhs_sk"], lhs_unit == 2);  // (BLOCK_M, BLOCK_K)
+        Tile b_ptrs = arg["rhs"] + batch * arg["rhs_sb"] + term(expand_dims(ks, 1), arg["rhs_sk"], rhs_unit == 1) +
+                      term(expand_dims(cols, 0), arg["rhs_sn"], rhs_unit == 2);  // (BLOCK_K, BLOCK_N)
+        // The operand tiles at K offset k.
+        auto a_tile = [&](const Tile& k, const Tile& mask) {
+          return load(a_ptrs + term(k, arg["lhs_sk"], lhs_unit == 2), mask);  // (BLOCK_M, BLOCK_K)
+        };
+        auto b_tile = [&](const Tile& k, const Tile& mask) {
+          return load(b_ptrs + term(k, arg["rhs_sk"], rhs_unit == 1), mask);  // (BLOCK_K, BLOCK_N)
+        };
+        auto for_dot = [&](const Tile& t) { return spec.compute ? cast(t, *spec.compute) : t; };
+        Tile ls_base = spec.lhs_scale ? arg["lhs_scale"] + batch * arg["ls_sb"] : Tile();
+        Tile rs_base = spec.rhs_scale ? arg["rhs_scale"] + batch * arg["rs_sb"] : Tile();
+        Tile zero = zeros({bm, bn}, f32);
+
+        Tile acc;
+        if (spec.mode == ScaleMode::partial_products) {
+          // K % group == 0 and group % BLOCK_K == 0: no K masks.
+          const Tile& group = arg["group"];
+          acc = for_range(0, K, group, zero, [&](Tile kg, Tile acc) {
+            Tile partial = for_range(kg, kg + group, bk, zero, [&](Tile k, Tile sum) {
+              return dot(for_dot(a_tile(k, row_ok)), for_dot(b_tile(k, col_ok)), sum, spec.precision);
+            });  // (BLOCK_M, BLOCK_N)
+            if (spec.lhs_scale) {
+              Tile s = load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"], rows < M);
+              partial = partial * expand_dims(cast(s, f32), 1);  // (BLOCK_M, 1)
+            }
+            if (spec.rhs_scale) {
+              Tile s = load(rs_base + kg / arg["rhs_block"] * arg["rs_sk"] + cols * arg["rs_sn"], cols < N);
+              partial = partial * expand_dims(cast(s, f32), 0);  // (1, BLOCK_N)
+            }
+            return acc + partial;
+          });
+        } else {
+          acc = for_range(0, K, bk, zero, [&](Tile k, Tile acc) {
+            Tile kk = ks + k;  // (BLOCK_K)
+            Tile a_mask = row_ok && expand_dims(kk < K, 0);
+            Tile b_mask = expand_dims(kk < K, 1) && col_ok;
+            Tile a = a_tile(k, a_mask), b = b_tile(k, b_mask);
+            if (spec.lhs_scale) {
+              Tile s = load(ls_base + expand_dims(rows, 1) * arg["ls_sm"] +
+                                expand_dims(kk / arg["lhs_block"], 0) * arg["ls_sk"],
+                            a_mask);  // (BLOCK_M, BLOCK_K)
+              a = cast(a, f32) * cast(s, f32);
+            }
+            if (spec.rhs_scale) {
+              Tile s = load(rs_base + expand_dims(kk / arg["rhs_block"], 1) * arg["rs_sk"] +
+                                expand_dims(cols, 0) * arg["rs_sn"],
+                            b_mask);  // (BLOCK_K, BLOCK_N)
+              b = cast(b, f32) * cast(s, f32);
+            }
+            return dot(for_dot(a), for_dot(b), acc, spec.precision);
+          });
+        }
+        Tile out_ptrs = arg["out"] + batch * (cast(M, i64) * cast(N, i64)) + expand_dims(rows, 1) * N +
+                        expand_dims(cols, 0);  // (BLOCK_M, BLOCK_N)
+        store(out_ptrs, cast(acc, spec.out), row_ok && col_ok);
+      });
+}
+
+// The largest offset the kernel forms within one batch of a view (masked lanes included).
+int64_t offset_bound(const GroupedView& v) {
+  return (v.size[1] + 256) * v.stride[1] + (v.size[2] + 256) * v.stride[2];
+}
+
+}  // namespace
+
+std::string scale_mode_name(ScaleMode mode) {
+  switch (mode) {
+    case ScaleMode::none: return "none";
+    case ScaleMode::partial_products: return "partial_products";
+    case ScaleMode::operand_tiles: return "operand_tiles";
+  }
+  return "?";
+}
+
+ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t rhs_block, int64_t m, int64_t n,
+                              int64_t k, int cc) {
+  ScaledDotPlan plan;
+  plan.block_m = std::clamp<int64_t>(pow2_ceil(m), 16, 128);
+  plan.block_n = std::clamp<int64_t>(pow2_ceil(n), 16, 128);
+  if (plan.block_m * plan.block_n > 64 * 128) plan.num_warps = 8;
+
+  Compute stored = stored_compute(lhs, rhs, cc);
+  auto use = [&](const Compute& c, ScaleMode mode, int64_t block_k) {
+    plan.compute = c.dtype;
+    plan.precision = c.precision;
+    plan.mode = mode;
+    plan.block_k = block_k;
+    return plan;
+  };
+  if (lhs_block == 0 && rhs_block == 0)
+    return use(stored, ScaleMode::none, std::clamp(pow2_ceil(k), stored.mma_k, stored.max_block_k));
+  plan.group = std::gcd(lhs_block, rhs_block);  // gcd(b, 0) == b
+  int64_t block_k = plan.group & -plan.group;   // the largest power of two dividing it
+  if (block_k >= stored.mma_k) return use(stored, ScaleMode::partial_products, std::min(block_k, stored.max_block_k));
+  plan.group = 0;
+  Compute scaled = scaled_compute(lhs, rhs);
+  return use(scaled, ScaleMode::operand_tiles, scaled.max_block_k);
+}
+
+void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView& rhs, const Tensor& out,
+                           Stream& stream) {
+  const GroupedView &a = lhs.data, &b = rhs.data;
+  const int64_t batch = a.size[0], m = a.size[1], k = a.size[2], n = b.size[2];
+  const DeviceInfo& device = out.device().info();
+  ScaledDotPlan plan = plan_scaled_dot(a.storage.dtype(), b.storage.dtype(), lhs.scale ? lhs.block : 0,
+                                       rhs.scale ? rhs.block : 0, m, n, k, device.cc_major * 10 + device.cc_minor);
+
+  int64_t bound = std::max({offset_bound(a), offset_bound(b), (m + 256) * (n + 256), k + 256});
+  if (lhs.scale) bound = std::max(bound, offset_bound(*lhs.scale));
+  if (rhs.scale) bound = std::max(bound, offset_bound(*rhs.scale));
+  KernelSpec spec{a.storage.dtype(),
+                  b.storage.dtype(),
+                  out.dtype(),
+                  lhs.scale ? std::optional(lhs.scale->storage.dtype()) : std::nullopt,
+                  rhs.scale ? std::optional(rhs.scale->storage.dtype()) : std::nullopt,
+                  plan.mode,
+                  plan.compute,
+                  plan.precision,
+                  bound < std::numeric_limits<int32_t>::max() ? DType::i32 : DType::i64};
+
+  const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
+  const int64_t programs = batch * tiles_m * tiles_n;
+  if (programs > std::numeric_limits<int32_t>::max())
+    fail("scaled_dot: {} output tiles of {}x{} (batch {}, M {}, N {}) are more than one launch holds", programs,
+         plan.block_m, plan.block_n, batch, m, n);
+
+  NamedArguments args;
+  auto offset = [&](const char* name, int64_t v) {  // a size or stride within one batch
+    args.add(name, spec.index == DType::i64 ? KernelArg(v) : KernelArg(static_cast<int32_t>(v)));
+  };
+  // A view's pointer and strides; the batch stride is always i64 (batches are 64-bit apart).
+  auto view = [&](const char* pointer, const GroupedView& v, std::array<const char*, 3> strides) {
+    args.add(pointer, v.storage);
+    args.add(strides[0], v.stride[0]);
+    offset(strides[1], v.stride[1]);
+    offset(strides[2], v.stride[2]);
+  };
+  view("lhs", a, {"lhs_sb", "lhs_sm", "lhs_sk"});
+  view("rhs", b, {"rhs_sb", "rhs_sk", "rhs_sn"});
+  args.add("out", out);
+  offset("M", m);
+  offset("N", n);
+  offset("K", k);
+  args.add("tiles_n", static_cast<int32_t>(tiles_n));
+  args.add("tiles_per_batch", static_cast<int32_t>(tiles_m * tiles_n));
+  if (lhs.scale) {
+    view("lhs_scale", *lhs.scale, {"ls_sb", "ls_sm", "ls_sk"});
+    offset("lhs_block", lhs.block);
+  }
+  if (rhs.scale) {
+    view("rhs_scale", *rhs.scale, {"rs_sb", "rs_sk", "rs_sn"});
+    offset("rhs_block", rhs.block);
+  }
+  if (plan.mode == ScaleMode::partial_products) offset("group", plan.group);
+
+  const JitKernel& kernel = op_kernel(spec.key(), [&] { return scaled_dot_kernel(spec, args.params()); });
+  kernel
+      .with({{"BLOCK_M", plan.block_m},
+             {"BLOCK_N", plan.block_n},
+             {"BLOCK_K", plan.block_k},
+             {"LHS_UNIT", unit_dim(a.stride[1], a.stride[2])},
+             {"RHS_UNIT", unit_dim(b.stride[1], b.stride[2])},
+             {"num_warps", plan.num_warps}})
+      .launch_args(stream, LaunchDims{{static_cast<uint32_t>(programs), 1, 1}, {}}, args.values());
+}
+
+}  // namespace tilejit::ops::scaled_dot_detail

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "dsl/error.h"
+#include "ops/fp8/fp8_runs.h"
 #include "ops/gemm/gemm_runs.h"
+#include "ops/norms/norm_runs.h"
 #include "ops/scaled_dot/runs.h"
 
 namespace tilejit::ops {
@@ -20,6 +22,13 @@ const std::vector<LibraryRun>& library_runs() {
       {"scaled_dot", "MX-scaled matrix product (jax.lax.scaled_dot): e4m3 x e4m3, e8m0 scales; B, M, N, K, BLOCK",
        run_scaled_dot},
       {"mx_quantize", "MX quantization to f8e4m3 with e8m0 scales per 32 elements; ROWS, COLS", run_mx_quantize},
+      {"layer_norm", "LayerNorm forward, bf16 x, gamma and beta, with mean and rsigma; ROWS, HIDDEN", run_layer_norm},
+      {"rms_norm", "RMSNorm forward, bf16 x and gamma, with rsigma; ROWS, HIDDEN", run_rms_norm},
+      {"layer_norm_backward", "LayerNorm backward: dx, dgamma, dbeta (deterministic), bf16; ROWS, HIDDEN",
+       run_layer_norm_backward},
+      {"rms_norm_backward", "RMSNorm backward: dx, dgamma (deterministic), bf16; ROWS, HIDDEN", run_rms_norm_backward},
+      {"fp8_quantize", "FP8 delayed scaling: bf16 -> e4m3 with the current scale, amax to the history; N",
+       run_fp8_quantize},
   };
   return runs;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "dsl/error.h"
+#include "ops/attention/runs.h"
 #include "ops/fp8/fp8_runs.h"
 #include "ops/gemm/gemm_runs.h"
 #include "ops/norms/norm_runs.h"
@@ -12,6 +13,10 @@ namespace tilejit::ops {
 
 const std::vector<LibraryRun>& library_runs() {
   static const std::vector<LibraryRun> runs = {
+      {"attention", "fused attention forward (flash), bf16, optional causal mask; B, T, S, N, K, H, CAUSAL",
+       run_attention},
+      {"attention_backward", "attention backward: dq, dk, dv (deterministic), bf16; B, T, S, N, K, H, CAUSAL",
+       run_attention_backward},
       {"bf16_gemm", "gemm, bf16 x bf16 -> bf16 on tensor cores; M, N, K", run_bf16_gemm},
       {"f16_gemm", "gemm, f16 x f16 -> f16 on tensor cores; M, N, K", run_f16_gemm},
       {"tf32_gemm", "gemm, f32 x f32 -> f32 through tf32 tensor cores; M, N, K", run_tf32_gemm},

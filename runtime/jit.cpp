@@ -1,12 +1,14 @@
 #include "runtime/jit.h"
 
+#include <bitset>
 #include <map>
 #include <mutex>
 
 namespace tilejit {
 namespace {
 
-constexpr size_t kMaxParams = 32;  // two specialization bits each in one 64-bit key
+constexpr size_t kMaxParams = 64;
+using SpecializationKey = std::bitset<2 * kMaxParams>;  // two bits per parameter
 
 // What one parameter accepts, precomputed from the signature.
 struct ParamCheck {
@@ -71,7 +73,7 @@ struct BoundKernel::State {
 
   struct Built {
     Device* device;
-    uint64_t specialization;
+    SpecializationKey specialization;
     std::shared_ptr<LoadedKernel> kernel;
   };
   mutable std::mutex mutex;
@@ -91,24 +93,25 @@ struct BoundKernel::State {
   }
 
   // Two bits per parameter: pointer aligned to 16 bytes; integer == 1, integer % 16 == 0.
-  uint64_t specialization(std::span<const KernelArg> args) const {
-    uint64_t key = 0;
+  SpecializationKey specialization(std::span<const KernelArg> args) const {
+    SpecializationKey key;
     for (size_t i = 0; i < args.size(); ++i) {
       const KernelArg& a = args[i];
       if (params[i].pointer) {
-        key |= uint64_t(a.bits() % 16 == 0) << (2 * i);
+        key[2 * i] = a.bits() % 16 == 0;
       } else if (params[i].dtype != DType::f32) {
         int64_t v = integer_value(a);
-        key |= uint64_t(v == 1) << (2 * i) | uint64_t(v % 16 == 0) << (2 * i + 1);
+        key[2 * i] = v == 1;
+        key[2 * i + 1] = v % 16 == 0;
       }
     }
     return key;
   }
 
-  std::vector<ir::ArgFacts> facts(uint64_t key) const {
+  std::vector<ir::ArgFacts> facts(const SpecializationKey& key) const {
     std::vector<ir::ArgFacts> out(params.size());
     for (size_t i = 0; i < params.size(); ++i) {
-      bool low = key >> (2 * i) & 1, high = key >> (2 * i + 1) & 1;
+      bool low = key[2 * i], high = key[2 * i + 1];
       if (params[i].pointer) out[i].aligned_16 = low;
       else out[i].equals_one = low, out[i].divisible_by_16 = high;
     }
@@ -117,7 +120,7 @@ struct BoundKernel::State {
 
   std::shared_ptr<LoadedKernel> get(Device& device, std::span<const KernelArg> args) const {
     check(args);
-    uint64_t key = specialization(args);
+    SpecializationKey key = specialization(args);
     {
       std::lock_guard lock(mutex);
       for (const Built& b : built)

@@ -1,0 +1,32 @@
+// The attention backward kernels, in launch order (flash-attention style, no atomics):
+//
+// 1. rows (backward_rows_kernel.cpp): per query row, delta = rowsum(dout * out) and the
+//    row statistics (row_base, row_offset) with which p = exp(logits - row_base - row_offset);
+//    per head, whether it has rows near masked_logit (close_rows, zeroed before).
+// 2. dkdv (dkdv_kernel.cpp): per block of keys of one kv head, dk and dv summed over the
+//    head's query heads and every block of queries.
+// 3. dq (dq_kernel.cpp): per block of queries, dq over the blocks of keys.
+//
+// Each kernel reads backward_arguments plus its outputs (dq, or dk and dv).
+#pragma once
+
+#include <vector>
+
+#include "dsl/kernel.h"
+#include "ops/attention/kernel_arguments.h"
+#include "ops/attention/launch.h"
+
+namespace tilejit::ops::attention_detail {
+
+// Grid: (batch, query head, BLOCK_M query block), blocks fastest.
+dsl::Kernel backward_rows_kernel(DType dtype, std::vector<ir::Param> params);
+// Grid: (batch, kv head, BLOCK_N key block), blocks fastest.
+dsl::Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params);
+// Grid: (batch, query head, BLOCK_M query block), blocks fastest.
+dsl::Kernel dq_kernel(DType dtype, std::vector<ir::Param> params);
+
+// The common arguments, q, k, v, out, dout, lse, the f32 row workspaces delta, row_base and
+// row_offset, and the i32 (B, N) flags close_rows.
+NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffers& buffers);
+
+}  // namespace tilejit::ops::attention_detail

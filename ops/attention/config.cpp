@@ -1,0 +1,70 @@
+// The attention kernels' block-size heuristic (config.h): one table row per padded head dim
+// (16, 32, 64, 128, 256) for 16-bit inputs and one for f32 (tf32x3).
+//
+// Registers bound the tiles. A program keeps its f32 accumulators ((BLOCK_M, H) for the
+// forward and dq, two (BLOCK_N, H) for dk / dv), its resident operands and one (BLOCK_M,
+// BLOCK_N) logits tile in registers, spread over num_warps * 32 threads; an operand of a
+// product over the head dim is held one HEAD_CHUNK at a time in fragment layout. The rows
+// below are the largest tiles that ptxas assembles without spills for sm_80 and sm_90a,
+// with and without the band / sequence-length skipping (tests/ops/attention_sweep_test.cpp
+// checks that; with every option at once, bias and mask tiles included, a few f32 and
+// head-dim-256 kernels spill some bytes):
+// - forward: up to 128 queries per program, so each K / V block is read for many rows;
+//   fewer as H grows, and 32 keys per step, which keeps the (BLOCK_M, BLOCK_N) logits small.
+// - f32 runs tf32x3, whose split operands need about twice the registers of 16-bit ones:
+//   smaller blocks, and head-dim chunks of 16 (32 at H = 256).
+// - the backward kernels over query blocks (rows, dq) share one row; dk / dv, which carries
+//   two accumulators, takes smaller blocks.
+#include "ops/attention/config.h"
+
+#include <algorithm>
+
+namespace tilejit::ops::attention_detail {
+namespace {
+
+int table_row(int64_t head) {
+  int row = 0;
+  for (int64_t h = 16; h < head; h *= 2) ++row;
+  return row;  // 0 for 16 ... 4 for 256
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> KernelConfig::constants(int64_t head_dim) const {
+  return {{"BLOCK_M", block_m},
+          {"BLOCK_N", block_n},
+          {"HEAD_DIM", head_dim},
+          {"HEAD_CHUNK", std::min(head_chunk, padded_head_dim(head_dim))},
+          {"num_warps", num_warps}};
+}
+
+int64_t padded_head_dim(int64_t head_dim) {
+  int64_t p = 16;
+  while (p < head_dim) p *= 2;
+  return p;
+}
+
+AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
+  // {block_m, block_n, num_warps, head_chunk} per padded head dim 16, 32, 64, 128, 256.
+  static const KernelConfig forward16[] = {
+      {64, 32, 4, 16}, {128, 32, 8, 32}, {128, 32, 8, 64}, {64, 32, 8, 64}, {32, 32, 8, 64}};
+  static const KernelConfig query_blocks16[] = {
+      {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 32, 8, 64}, {32, 32, 8, 64}};
+  static const KernelConfig dkdv16[] = {
+      {64, 64, 8, 64}, {64, 64, 8, 64}, {32, 64, 8, 32}, {32, 32, 8, 64}, {16, 32, 8, 64}};
+  static const KernelConfig forward32[] = {
+      {64, 32, 4, 16}, {64, 32, 8, 16}, {64, 32, 8, 16}, {32, 32, 8, 16}, {32, 16, 8, 32}};
+  static const KernelConfig query_blocks32[] = {
+      {64, 32, 8, 16}, {64, 32, 8, 16}, {64, 32, 8, 16}, {32, 32, 8, 16}, {32, 16, 8, 32}};
+  static const KernelConfig dkdv32[] = {
+      {32, 32, 8, 16}, {32, 32, 8, 16}, {16, 32, 8, 16}, {32, 32, 8, 16}, {16, 16, 8, 32}};
+  const int row = table_row(padded_head_dim(head_dim));
+  const bool wide = dtype == DType::f32;
+  AttentionConfigs c;
+  c.forward = (wide ? forward32 : forward16)[row];
+  c.preprocess = c.dq = (wide ? query_blocks32 : query_blocks16)[row];
+  c.dkdv = (wide ? dkdv32 : dkdv16)[row];
+  return c;
+}
+
+}  // namespace tilejit::ops::attention_detail

@@ -1,0 +1,36 @@
+// Block sizes, warps and head-dim chunks of the attention kernels, chosen by a heuristic per
+// padded head dim and dtype (config.cpp says why).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dsl/dtype.h"
+
+namespace tilejit::ops::attention_detail {
+
+// One kernel's tiles: BLOCK_M query rows and BLOCK_N key rows per step, the head dim in
+// chunks of HEAD_CHUNK (kernel_tiles.h), HEAD_DIM = H.
+struct KernelConfig {
+  int64_t block_m = 64, block_n = 64;
+  int num_warps = 4;
+  int64_t head_chunk = 64;
+  // The kernel constants for head dim `head_dim`.
+  std::vector<std::pair<std::string, int64_t>> constants(int64_t head_dim) const;
+};
+
+// H padded to the tiles' power of two (at least 16, one tensor-core k step).
+int64_t padded_head_dim(int64_t head_dim);
+
+struct AttentionConfigs {
+  KernelConfig forward;     // BLOCK_M queries per program, BLOCK_N keys per step
+  KernelConfig preprocess;  // delta and row statistics: BLOCK_M queries per program, BLOCK_N keys per step
+  KernelConfig dkdv;        // BLOCK_N keys per program, BLOCK_M queries per step
+  KernelConfig dq;          // BLOCK_M queries per program, BLOCK_N keys per step
+};
+
+AttentionConfigs choose_configs(DType dtype, int64_t head_dim);
+
+}  // namespace tilejit::ops::attention_detail

@@ -1,0 +1,74 @@
+// The dk / dv backward kernel. One program owns BLOCK_N keys of one (batch, kv head): it
+// keeps k, v and the f32 accumulators dk, dv (BLOCK_N, H) in registers and, for each
+// query head of the kv head's group, streams blocks of BLOCK_M queries, working on the
+// transposed tiles (keys, queries) so that no computed tile needs a transpose:
+//
+//   p^T  = exp(logits^T - row_base - row_offset)       (BLOCK_N, BLOCK_M)
+//   dv  += p^T · dout
+//   dp^T = v · dout^T;  ds^T = p^T * (dp^T - delta), 0 where masked
+//   dk  += ds^T · q                                     (times scale at the end)
+//
+// Summing the group's heads in one program makes GQA / MQA deterministic without atomics.
+//
+// Skipping blocks exactly. A masked logit passes no gradient, so dk only needs the query
+// blocks that can keep one of the program's keys (the query range of the band and lengths).
+// dv also receives p^T · dout at masked logits, which is exactly 0 unless a row's
+// statistic is within kNegligibleGap of masked_logit (see backward_rows_kernel.cpp); when
+// the head has such a row (its close_rows flag), the program visits the head's other query
+// blocks too.
+#include "ops/attention/backward_kernels.h"
+#include "ops/attention/kernel_tiles.h"
+
+namespace tilejit::ops::attention_detail {
+
+using namespace tilejit::dsl;
+
+Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
+  return define_attention_kernel(
+      "attention_backward_dkdv", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
+
+        Tile pid = program_id(0);
+        Tile key_blocks = cdiv(a.S, bn);
+        Tile kv_heads = a.N / a.G;
+        a.select_batch(pid / key_blocks / kv_heads);
+        Tile kv_head = pid / key_blocks % kv_heads;
+        Tile s0 = pid % key_blocks * bn;
+        Tile keys = s0 + arange(0, bn);                                      // (BLOCK_N)
+        Chunks k = a.load_rows("k", a.operand_base("k", kv_head), keys, a.S);  // (BLOCK_N, H)
+        Chunks v = a.load_rows("v", a.operand_base("v", kv_head), keys, a.S);  // (BLOCK_N, H)
+        const auto chunks = static_cast<std::ptrdiff_t>(a.chunks);
+        Tile block_count = cdiv(a.T, bm);
+
+        auto head_step = [&](Tile g, std::vector<Tile> grads) {
+          Tile head = kv_head * a.G + g;
+          Tile q_base = a.operand_base("q", head), dout_base = a.operand_base("dout", head);
+          // Carried: dk's chunks, then dv's.
+          BlockBody step = [&](Tile block, std::vector<Tile> carried) {
+            Tile rows = block * bm + arange(0, bm);                                  // (BLOCK_M)
+            Chunks q = a.load_rows("q", q_base, rows, a.T);                          // (BLOCK_M, H)
+            Chunks dout = a.load_rows("dout", dout_base, rows, a.q_end);             // (BLOCK_M, H)
+            auto stats = a.row_stats(head, rows, 1);                                 // (1, BLOCK_M)
+            auto logits = a.logits(a.dot_heads(k, q), expand_dims(rows, 0), expand_dims(keys, 1), head);
+            Tile p = stats.weights(logits);                                          // (BLOCK_N, BLOCK_M)
+            Chunks dv = a.dot_rows(p, dout, Chunks(carried.begin() + chunks, carried.end()));  // (BLOCK_N, H)
+            Tile ds = stats.logit_gradients(logits, p, a.dot_heads(v, dout));       // (BLOCK_N, BLOCK_M)
+            Chunks dk = a.dot_rows(ds, q, Chunks(carried.begin(), carried.begin() + chunks));  // (BLOCK_N, H)
+            dk.insert(dk.end(), dv.begin(), dv.end());
+            return dk;
+          };
+          if (!a.skips_blocks()) return for_range(0, block_count, 1, std::move(grads), step);
+          Tile close_rows = load(a.in["close_rows"] + (a.b * a.N + head)) > 0;
+          return for_blocks_then_rest(a.query_blocks(s0, bn, bm), block_count, std::move(grads), step,
+                                      [&](const std::vector<Tile>&) { return close_rows; });
+        };
+        Chunks zero = a.zero_rows(bn), init = a.zero_rows(bn);
+        init.insert(init.end(), zero.begin(), zero.end());
+        auto grads = for_range(0, a.G, 1, init, head_step);
+        Chunks dk(grads.begin(), grads.begin() + chunks);
+        a.store_rows("dk", a.operand_base("dk", kv_head), keys, a.S,
+                     map_chunks(dk, [&](const Tile& x) { return x * a.scale; }));
+        a.store_rows("dv", a.operand_base("dv", kv_head), keys, a.S, Chunks(grads.begin() + chunks, grads.end()));
+      });
+}
+
+}  // namespace tilejit::ops::attention_detail

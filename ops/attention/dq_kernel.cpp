@@ -1,0 +1,43 @@
+// The dq backward kernel. One program owns BLOCK_M query rows of one (batch, head), keeps q,
+// dout, the row statistics and the f32 accumulator dq (BLOCK_M, H) in registers, and
+// streams the kv head's keys and values in blocks of BLOCK_N:
+//
+//   p  = exp(logits - row_base - row_offset);  dp = dout · v^T
+//   ds = p * (dp - delta), 0 where masked;  dq += ds · k      (times scale at the end)
+//
+// A masked logit passes no gradient, so only the blocks of keys the rows can keep (the key
+// range of the band and lengths) are visited; that skip is exact for every row.
+#include "ops/attention/backward_kernels.h"
+#include "ops/attention/kernel_tiles.h"
+
+namespace tilejit::ops::attention_detail {
+
+using namespace tilejit::dsl;
+
+Kernel dq_kernel(DType dtype, std::vector<ir::Param> params) {
+  return define_attention_kernel(
+      "attention_backward_dq", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
+        auto [head, kv_head, t0, rows] = a.select_query_block(bm);  // rows: (BLOCK_M)
+        Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);             // (BLOCK_M, H)
+        Chunks dout = a.load_rows("dout", a.operand_base("dout", head), rows, a.q_end);  // (BLOCK_M, H)
+        auto stats = a.row_stats(head, rows, 0);  // (BLOCK_M, 1)
+        Tile k_base = a.operand_base("k", kv_head), v_base = a.operand_base("v", kv_head);
+
+        auto step = [&](Tile block, std::vector<Tile> dq) {
+          Tile keys = block * bn + arange(0, bn);                                    // (BLOCK_N)
+          Chunks k = a.load_rows("k", k_base, keys, a.S);                             // (BLOCK_N, H)
+          Chunks v = a.load_rows("v", v_base, keys, a.S);                             // (BLOCK_N, H)
+          auto logits = a.logits(a.dot_heads(q, k), expand_dims(rows, 1), expand_dims(keys, 0), head);
+          Tile p = stats.weights(logits);                                            // (BLOCK_M, BLOCK_N)
+          Tile ds = stats.logit_gradients(logits, p, a.dot_heads(dout, v));         // (BLOCK_M, BLOCK_N)
+          return a.dot_rows(ds, k, dq);                                              // (BLOCK_M, H)
+        };
+        auto blocks = a.skips_blocks() ? a.key_blocks(t0, bm, bn)
+                                       : std::pair<Tile, Tile>{scalar(0, DType::i32), cdiv(a.S, bn)};
+        Chunks dq = for_range(blocks.first, blocks.second, 1, a.zero_rows(bm), step);
+        a.store_rows("dq", a.operand_base("dq", head), rows, a.T,
+                     map_chunks(dq, [&](const Tile& x) { return x * a.scale; }));
+      });
+}
+
+}  // namespace tilejit::ops::attention_detail

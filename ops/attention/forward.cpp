@@ -1,0 +1,43 @@
+// attention(): checks, allocates the outputs and launches the fused forward kernel.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "ops/attention.h"
+#include "ops/attention/forward_kernel.h"
+#include "ops/attention/launch.h"
+#include "ops/common/op_kernels.h"
+
+namespace tilejit::ops {
+namespace attention_detail {
+
+uint32_t program_count(const char* op, int64_t blocks, int64_t heads) {
+  if (blocks * heads > std::numeric_limits<int32_t>::max())
+    fail("{}: {} blocks of {} (batch, head) pairs exceed one launch's 2^31 programs", op, blocks, heads);
+  return static_cast<uint32_t>(blocks * heads);
+}
+
+void launch_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out, const Tensor* lse,
+                    Stream& stream) {
+  if (p.batch * p.heads * p.q_len == 0) return;
+  NamedArguments args = forward_arguments(p, out, lse);
+  const JitKernel& kernel = op_kernel(fmt::format("attention_forward/{}/lse{}", features_key(p), lse != nullptr),
+                                      [&] { return forward_kernel(p.dtype, args.params()); });
+  uint32_t programs = program_count("attention", (p.q_len + config.block_m - 1) / config.block_m, p.batch * p.heads);
+  kernel.with(config.constants(p.head_dim)).launch_args(stream, LaunchDims{{programs, 1, 1}, {}}, args.values());
+}
+
+}  // namespace attention_detail
+
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
+                          Stream* stream) {
+  using namespace attention_detail;
+  AttentionProblem p = check_attention(OpArguments("attention"), q, k, v, options);
+  AttentionResult r{Tensor::empty(q.device(), q.dtype(), p.q_shape()), std::nullopt};
+  if (options.return_logsumexp) r.logsumexp = Tensor::empty(q.device(), DType::f32, p.logsumexp_shape());
+  launch_forward(p, choose_configs(p.dtype, p.head_dim).forward, r.out, r.logsumexp ? &*r.logsumexp : nullptr,
+                 op_stream(q, stream));
+  return r;
+}
+
+}  // namespace tilejit::ops

@@ -1,0 +1,89 @@
+// The fused attention forward kernel (flash attention with an online softmax). One program
+// computes BLOCK_M query rows of one (batch, head): it keeps its q tile, the f32 output
+// accumulator (BLOCK_M, H), the running row max m and row sum l in registers and streams
+// the kv head's keys and values in blocks of BLOCK_N:
+//
+//   logits = masked(q · k_block^T * scale + bias)     (BLOCK_M, BLOCK_N), f32
+//   m' = max(m, rowmax(logits));  p = exp(logits - m')
+//   l  = l * exp(m - m') + rowsum(p);  acc = acc * exp(m - m') + p · v_block
+//
+// and writes acc / l (0 for rows t >= q_seqlens[b]) and, when asked, m + log(l).
+//
+// Skipping blocks exactly. Masked logits are the finite masked_logit, not -inf, so a block of
+// keys that the band or the sequence lengths mask entirely still carries weight
+// exp(masked_logit - m) per key. That weight is exactly 0 in f32 once a row's max is more
+// than kNegligibleGap above masked_logit, which is the case for every row with one kept key
+// of ordinary size. So the program first visits only the blocks its rows can keep (the key
+// range of the band and lengths), then checks its active rows' maxima; if any row is still
+// within the gap (a row with no kept key, or logits pushed down to masked_logit by a bias)
+// it visits the remaining blocks too. The online softmax does not depend on the order of the
+// blocks, so the result is the one of visiting every block.
+#include "ops/attention/forward_kernel.h"
+
+#include <limits>
+
+#include "ops/attention/kernel_tiles.h"
+
+namespace tilejit::ops::attention_detail {
+
+using namespace tilejit::dsl;
+
+Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
+  return define_attention_kernel(
+      "attention_forward", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
+        auto [head, kv_head, t0, rows] = a.select_query_block(bm);  // rows: (BLOCK_M)
+        Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);  // (BLOCK_M, H)
+        Tile k_base = a.operand_base("k", kv_head), v_base = a.operand_base("v", kv_head);
+
+        // Carried: the row max m, the row sum l (BLOCK_M), then the accumulator's chunks.
+        BlockBody step = [&](Tile block, std::vector<Tile> carried) {
+          Tile keys = block * bn + arange(0, bn);                                    // (BLOCK_N)
+          Tile qk = a.dot_heads(q, a.load_rows("k", k_base, keys, a.S));            // (BLOCK_M, BLOCK_N)
+          Tile logits = a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head).value;
+          SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
+          Chunks acc = map_chunks(Chunks(carried.begin() + 2, carried.end()),
+                                  [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
+          acc = a.dot_rows(sm.p, a.load_rows("v", v_base, keys, a.S), acc);          // (BLOCK_M, H)
+          std::vector<Tile> next = {sm.m, sm.l};
+          next.insert(next.end(), acc.begin(), acc.end());
+          return next;
+        };
+        std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
+                                  zeros({bm}, DType::f32)};
+        Chunks zero = a.zero_rows(bm);
+        init.insert(init.end(), zero.begin(), zero.end());
+        Tile block_count = cdiv(a.S, bn);
+        Tile active = rows < a.q_end;  // (BLOCK_M)
+        std::vector<Tile> r;
+        if (a.skips_blocks()) {
+          auto blocks = a.key_blocks(t0, bm, bn);
+          r = for_blocks_then_rest(blocks, block_count, init, step, [&](const std::vector<Tile>& carried) {
+            return any_set(active && a.near_masked(carried[0]));
+          });
+        } else {
+          r = for_range(0, block_count, 1, init, step);
+        }
+        Tile m = r[0], l = r[1];
+        Chunks out = map_chunks(Chunks(r.begin() + 2, r.end()), [&](const Tile& acc) {
+          return where(expand_dims(active, 1), acc / expand_dims(l, 1), 0.0);
+        });
+        a.store_rows("out", a.operand_base("out", head), rows, a.T, out);
+        if (a.in.has("lse")) {
+          // Rows t >= q_seqlens[b] keep no key: all S logits are masked_logit.
+          Tile inactive_lse = a.masked + log(cast(a.S, DType::f32));
+          store(a.row_stat_base("lse", head) + rows, where(active, m + log(l), inactive_lse), rows < a.T);
+        }
+      });
+}
+
+NamedArguments forward_arguments(const AttentionProblem& p, const Tensor& out, const Tensor* lse) {
+  NamedArguments args = common_arguments(p);
+  add_sequence_operand(args, "q", *p.q_in, p.q);
+  add_sequence_operand(args, "k", *p.k_in, p.k);
+  add_sequence_operand(args, "v", *p.v_in, p.v);
+  add_sequence_operand(args, "out", out, contiguous_sequence_strides(p.q_shape()));
+  if (lse) args.add("lse", *lse);
+  return args;
+}
+
+}  // namespace tilejit::ops::attention_detail

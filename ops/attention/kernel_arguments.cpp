@@ -1,0 +1,60 @@
+// Host side of the attention kernels' arguments (kernel_arguments.h).
+#include "ops/attention/kernel_arguments.h"
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+
+namespace tilejit::ops::attention_detail {
+namespace {
+
+// The pointer `name` and its strides name_SUFFIX.
+void add_strided(NamedArguments& args, const std::string& name, const Tensor& t,
+                 std::initializer_list<std::pair<const char*, int64_t>> strides) {
+  args.add(name, t);
+  for (auto [suffix, stride] : strides) args.add(name + "_" + suffix, stride);
+}
+
+void add_broadcast_operand(NamedArguments& args, const std::string& name, const Tensor& t,
+                           const BroadcastStrides& s) {
+  add_strided(args, name, t, {{"batch", s.batch}, {"head", s.head}, {"query", s.query}, {"key", s.key}});
+}
+
+}  // namespace
+
+void add_sequence_operand(NamedArguments& args, const std::string& name, const Tensor& t,
+                          const SequenceStrides& strides) {
+  add_strided(args, name, t, {{"batch", strides.batch}, {"seq", strides.seq}, {"head", strides.head}});
+}
+
+SequenceStrides contiguous_sequence_strides(const std::vector<int64_t>& shape) {
+  size_t r = shape.size();
+  int64_t head = shape[r - 1], seq = shape[r - 2] * head;
+  return {r == 4 ? shape[1] * seq : 0, seq, head};
+}
+
+NamedArguments common_arguments(const AttentionProblem& p) {
+  NamedArguments args;
+  args.add("T", static_cast<int32_t>(p.q_len));
+  args.add("S", static_cast<int32_t>(p.kv_len));
+  args.add("N", static_cast<int32_t>(p.heads));
+  args.add("G", static_cast<int32_t>(p.group()));
+  args.add("scale", p.scale);
+  if (p.band) {
+    args.add("band_left", static_cast<int32_t>(p.band_left));
+    args.add("band_right", static_cast<int32_t>(p.band_right));
+  }
+  if (p.q_seqlens) args.add("q_seqlens", *p.q_seqlens);
+  if (p.kv_seqlens) args.add("kv_seqlens", *p.kv_seqlens);
+  if (p.bias) add_broadcast_operand(args, "bias", *p.bias, p.bias_strides);
+  if (p.mask) add_broadcast_operand(args, "mask", *p.mask, p.mask_strides);
+  return args;
+}
+
+std::string features_key(const AttentionProblem& p) {
+  return fmt::format("{}/bias_{}/mask{}/band{}/qlens{}/kvlens{}", dtype_name(p.dtype),
+                     p.bias ? dtype_name(p.bias->dtype()) : "none", p.mask.has_value(), p.band,
+                     p.q_seqlens.has_value(), p.kv_seqlens.has_value());
+}
+
+}  // namespace tilejit::ops::attention_detail

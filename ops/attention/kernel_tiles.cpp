@@ -1,0 +1,220 @@
+// The DSL side of the attention kernels' common arguments (kernel_tiles.h).
+#include "ops/attention/kernel_tiles.h"
+
+#include <limits>
+
+#include "ops/attention.h"
+#include "ops/common/op_kernels.h"
+
+namespace tilejit::ops::attention_detail {
+
+using namespace tilejit::dsl;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Tile wide(const Tile& x) { return cast(x, DType::i64); }
+
+// Block indices of a range of rows: [first / block, ceil(end / block)), empty when the
+// range is.
+std::pair<Tile, Tile> block_range(const std::pair<Tile, Tile>& rows, int64_t block) {
+  Tile first = rows.first / block;
+  return {first, where(rows.second > rows.first, cdiv(rows.second, block), first)};
+}
+
+}  // namespace
+
+AttentionTiles::AttentionTiles(const NamedTiles& in_, const Constants& c, DType dtype_)
+    : in(in_),
+      dtype(dtype_),
+      head_dim(c["HEAD_DIM"]),
+      chunk(c["HEAD_CHUNK"]),
+      chunks((head_dim + chunk - 1) / chunk),
+      T(in["T"]),
+      S(in["S"]),
+      N(in["N"]),
+      G(in["G"]),
+      scale(in["scale"]),
+      masked(masked_logit(dtype_)) {}
+
+bool AttentionTiles::skips_blocks() const { return in.has("band_left") || in.has("q_seqlens") || in.has("kv_seqlens"); }
+
+void AttentionTiles::select_batch(const Tile& batch) {
+  b = batch;
+  q_end = in.has("q_seqlens") ? minimum(T, load(in["q_seqlens"] + b)) : T;
+  kv_end = in.has("kv_seqlens") ? minimum(S, load(in["kv_seqlens"] + b)) : S;
+}
+
+AttentionTiles::QueryBlock AttentionTiles::select_query_block(int64_t block_m) {
+  Tile pid = program_id(0);
+  Tile blocks = cdiv(T, block_m);
+  select_batch(pid / blocks / N);
+  Tile first = pid % blocks * block_m, head = pid / blocks % N;
+  return {head, head / G, first, first + arange(0, block_m)};
+}
+
+Tile AttentionTiles::operand_base(const std::string& name, const Tile& head_index) const {
+  return in[name] + (wide(b) * in[name + "_batch"] + wide(head_index) * in[name + "_head"]);
+}
+
+std::pair<Tile, Tile> AttentionTiles::chunk_access(const std::string& name, const Tile& base, const Tile& rows,
+                                                   const Tile& limit, int64_t i) const {
+  const int64_t first = i * chunk;
+  Tile cols = arange(first, first + chunk);                                                  // (HEAD_CHUNK)
+  Tile ptrs = base + expand_dims(wide(rows) * in[name + "_seq"], 1) + expand_dims(cols, 0);  // (R, HEAD_CHUNK)
+  Tile mask = expand_dims(rows < limit, 1);
+  if (first + chunk > head_dim) mask = mask && expand_dims(cols < head_dim, 0);
+  return {ptrs, mask};
+}
+
+Chunks AttentionTiles::load_rows(const std::string& name, const Tile& base, const Tile& rows,
+                                 const Tile& limit) const {
+  Chunks out;
+  for (int64_t i = 0; i < chunks; ++i) {
+    auto [ptrs, mask] = chunk_access(name, base, rows, limit, i);
+    out.push_back(load(ptrs, mask));
+  }
+  return out;
+}
+
+void AttentionTiles::store_rows(const std::string& name, const Tile& base, const Tile& rows, const Tile& limit,
+                                const Chunks& value) const {
+  for (int64_t i = 0; i < chunks; ++i) {
+    auto [ptrs, mask] = chunk_access(name, base, rows, limit, i);
+    store(ptrs, cast(value[static_cast<size_t>(i)], base.dtype()), mask);
+  }
+}
+
+Chunks AttentionTiles::zero_rows(int64_t rows) const {
+  return Chunks(static_cast<size_t>(chunks), zeros({rows, chunk}, DType::f32));
+}
+
+Tile AttentionTiles::row_stat_base(const std::string& name, const Tile& n) const {
+  return in[name] + wide(b * N + n) * wide(T);
+}
+
+AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, const Tile& s, const Tile& n) const {
+  Tile x = qk * scale;
+  auto broadcast_tile = [&](const std::string& name) {  // bias or mask at (b, n, t, s)
+    Tile base = in[name] + (wide(b) * in[name + "_batch"] + wide(n) * in[name + "_head"]);
+    return load(base + wide(t) * in[name + "_query"] + wide(s) * in[name + "_key"], (t < T) && (s < S));
+  };
+  if (in.has("bias")) x = x + cast(broadcast_tile("bias"), DType::f32);
+  Tile keep = (t < q_end) && (s < kv_end);
+  if (in.has("band_left")) {
+    Tile diagonal = s - t;
+    keep = keep && (diagonal >= -in["band_left"]) && (diagonal <= in["band_right"]);
+  }
+  if (in.has("mask")) keep = keep && broadcast_tile("mask");
+  Tile dropped = where(s < S, scalar(masked, DType::f32), -kInf);
+  return {where(keep, x, dropped), keep};
+}
+
+AttentionTiles::RowStats AttentionTiles::row_stats(const Tile& head, const Tile& rows, int query_axis) const {
+  Tile inside = rows < T;
+  auto stat = [&](const char* name, double other) {
+    return expand_dims(load(row_stat_base(name, head) + rows, inside, other), 1 - query_axis);
+  };
+  return {stat("row_base", kInf), stat("row_offset", 0.0), stat("delta", 0.0)};
+}
+
+Tile AttentionTiles::RowStats::weights(const Logits& logits) const {
+  return softmax_exp(logits.value - base - offset);
+}
+
+Tile AttentionTiles::RowStats::logit_gradients(const Logits& logits, const Tile& p, const Tile& dp) const {
+  return where(logits.keep, p * (dp - delta), 0.0);
+}
+
+Tile AttentionTiles::near_masked(const Tile& stat) const { return stat <= masked + kNegligibleGap; }
+
+std::pair<Tile, Tile> AttentionTiles::band_range(const Tile& first, const Tile& end, const char* below,
+                                                 const char* above, const Tile& limit) const {
+  Tile lo = scalar(0, DType::i32), hi = limit;
+  if (in.has("band_left")) {
+    lo = maximum(first - in[below], 0);
+    hi = minimum(hi, end + in[above]);
+  }
+  return {lo, where(end > first, maximum(hi, lo), lo)};
+}
+
+std::pair<Tile, Tile> AttentionTiles::key_blocks(const Tile& t_first, int64_t block_m, int64_t block_n) const {
+  // Keys t - left <= s <= t + right for t in [t_first, t_end).
+  return block_range(band_range(t_first, minimum(t_first + block_m, q_end), "band_left", "band_right", kv_end),
+                     block_n);
+}
+
+std::pair<Tile, Tile> AttentionTiles::query_blocks(const Tile& s_first, int64_t block_n, int64_t block_m) const {
+  // Queries s - right <= t <= s + left for s in [s_first, s_end).
+  return block_range(band_range(s_first, minimum(s_first + block_n, kv_end), "band_right", "band_left", q_end),
+                     block_m);
+}
+
+namespace {
+
+Tile tensor_core_dot(DType dtype, const Tile& a, const Tile& b, const Tile& acc) {
+  Precision precision = dtype == DType::f32 ? Precision::tf32x3 : Precision::tf32;
+  return dsl::dot(cast(a, dtype), b, acc, precision);
+}
+
+}  // namespace
+
+Tile AttentionTiles::dot_heads(const Chunks& a, const Chunks& b_) const {
+  Tile acc = zeros({a[0].shape()[0], b_[0].shape()[0]}, DType::f32);
+  for (size_t i = 0; i < a.size(); ++i) acc = tensor_core_dot(dtype, a[i], trans(b_[i]), acc);
+  return acc;
+}
+
+Chunks AttentionTiles::dot_rows(const Tile& p, const Chunks& v, const Chunks& acc) const {
+  Chunks out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(tensor_core_dot(dtype, p, v[i], acc[i]));
+  return out;
+}
+
+Chunks map_chunks(const Chunks& x, const std::function<Tile(const Tile&)>& f) {
+  Chunks out;
+  for (const Tile& t : x) out.push_back(f(t));
+  return out;
+}
+
+SoftmaxStep online_softmax(const Tile& logits, const Tile& m, const Tile& l) {
+  Tile m_next = maximum(m, max(logits, 1));
+  Tile alpha = softmax_exp(m - m_next);
+  Tile p = softmax_exp(logits - expand_dims(m_next, 1));
+  return {m_next, l * alpha + sum(p, 1), alpha, p};
+}
+
+Tile softmax_exp(const Tile& x) { return exp2(x * kLog2e); }
+
+Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }
+
+Kernel define_attention_kernel(std::string name, DType dtype, std::vector<ir::Param> params, AttentionBody body) {
+  return define_op_kernel(std::move(name), params,
+                          {{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"HEAD_DIM", 64}, {"HEAD_CHUNK", 64}},
+                          [dtype, params, body](const Constants& c, std::span<const Tile> tiles) {
+                            NamedTiles in(params, tiles);
+                            AttentionTiles a(in, c, dtype);
+                            body(a, c["BLOCK_M"], c["BLOCK_N"]);
+                          });
+}
+
+std::vector<Tile> for_blocks_then_rest(const std::pair<Tile, Tile>& blocks, const Tile& count,
+                                       std::vector<Tile> carried, const BlockBody& body,
+                                       const std::function<Tile(const std::vector<Tile>&)>& more) {
+  // Two passes of one loop, so that the body is traced once: blocks [first, end), then, when
+  // `more` holds for what the first pass carries out, the other count - (end - first) blocks
+  // from `end` on, wrapping around.
+  Tile first = minimum(blocks.first, count), end = minimum(blocks.second, count);  // 0 <= first <= end <= count
+  return for_range(0, 2, 1, std::move(carried), [&](Tile pass, std::vector<Tile> c) {
+    Tile start = where(pass == 0, first, end);
+    Tile length = where(pass == 0, end - first, where(more(c), count - (end - first), 0));
+    return for_range(0, length, 1, std::move(c),
+                     [&](Tile i, std::vector<Tile> inner) {
+                       Tile block = start + i;
+                       return body(where(block < count, block, block - count), std::move(inner));
+                     });
+  });
+}
+
+}  // namespace tilejit::ops::attention_detail

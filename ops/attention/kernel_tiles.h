@@ -1,0 +1,158 @@
+// The DSL side of the attention kernels' common arguments (kernel_arguments.h): sizes, the
+// per-batch sequence lengths, operand tiles, and the masked logits of a (query, key) tile,
+// which every kernel computes the same way. The logits helper works in either orientation:
+// the forward and dq kernels hold (queries, keys) tiles, the dk/dv kernel (keys, queries).
+//
+// Index conventions: t is a query row, s a key row (i32); rows t >= q_end or s >= kv_end are
+// padding by the sequence lengths (kept by nothing), rows t >= T or s >= S are past the
+// tensors (the tile's own padding).
+//
+// Head-dim chunks. An (R, H) operand or accumulator is held as column chunks of
+// HEAD_CHUNK (a power of two of at least 16, one tensor-core k step): ceil(H / HEAD_CHUNK)
+// tiles of (R, HEAD_CHUNK), the last one padded past H with zeros that are never stored. A
+// product over the head dim (q · k^T) then sums one tensor-core dot per chunk, so an operand
+// whose rows every warp needs whole (q in q · k^T is split among warps along keys, not along
+// the head dim) never holds more than one chunk in its fragment layout: with head dims up to
+// 256 that is what keeps such dots out of local memory.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dsl/kernel.h"
+#include "ops/common/named_arguments.h"
+
+namespace tilejit::ops::attention_detail {
+
+// log2(e): softmax exponentials are exp2((x - max) * log2(e)).
+inline constexpr double kLog2e = 1.4426950408889634;
+// Rows whose largest logit is more than this above masked_logit give a masked key exactly
+// zero weight in f32 (exp(-128) underflows), so blocks of masked keys can be skipped for them.
+inline constexpr double kNegligibleGap = 128;
+
+// (R, H) as (R, HEAD_CHUNK) column chunks.
+using Chunks = std::vector<dsl::Tile>;
+
+class AttentionTiles {
+ public:
+  AttentionTiles(const NamedTiles& in, const dsl::Constants& c, DType dtype);
+
+  const NamedTiles& in;
+  DType dtype;                    // of q, k, v
+  int64_t head_dim;               // H: the constant HEAD_DIM
+  int64_t chunk;                  // HEAD_CHUNK
+  int64_t chunks;                 // ceil(H / HEAD_CHUNK)
+  dsl::Tile T, S, N, G, scale;    // scalars
+  float masked;                   // masked_logit(dtype)
+  // Whether any mask can leave a whole block of keys masked for a block of queries (the
+  // band or sequence lengths), so kernels may skip it.
+  bool skips_blocks() const;
+
+  // Sets the batch `b` (i32 scalar) the program works on: q_end = min(T, q_seqlens[b]) and
+  // kv_end = min(S, kv_seqlens[b]) (T and S without sequence lengths).
+  void select_batch(const dsl::Tile& b);
+  dsl::Tile b, q_end, kv_end;
+
+  // The program's query block in a grid over (batch, query head, block of `block_m` query
+  // rows), blocks fastest (programs that share a kv head run together); selects the batch.
+  struct QueryBlock {
+    dsl::Tile head, kv_head;  // the query head and the kv head it reads
+    dsl::Tile first, rows;    // the block's first row and its rows (BLOCK_M)
+  };
+  QueryBlock select_query_block(int64_t block_m);
+
+  // The address of operand `name` at (b, row 0, `head_index`): an element pointer.
+  dsl::Tile operand_base(const std::string& name, const dsl::Tile& head_index) const;
+  // Rows `rows` (i32, (R)) of operand `name` at `base`; rows >= `limit` and head dims >= H
+  // read 0.
+  Chunks load_rows(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows,
+                   const dsl::Tile& limit) const;
+  // Stores rows < `limit` of `value`, cast to the operand's dtype.
+  void store_rows(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows, const dsl::Tile& limit,
+                  const Chunks& value) const;
+  Chunks zero_rows(int64_t rows) const;  // f32 zeros (rows, H)
+  // Element (b, n, 0) of a contiguous (B, N, T) f32 row statistic (logsumexp, delta, ...).
+  dsl::Tile row_stat_base(const std::string& name, const dsl::Tile& n) const;
+
+  struct Logits {
+    dsl::Tile value;  // f32: the logits, masked_logit where masked, -inf for keys s >= S
+    dsl::Tile keep;   // i1: kept by every mask, and within T and S
+  };
+  // `qk`: the raw products q·k, f32 of shape (X, Y); `t` and `s`: i32 query and key
+  // indices of shapes (X, 1) and (1, Y), or (1, Y) and (X, 1); `n`: the query head.
+  Logits logits(const dsl::Tile& qk, const dsl::Tile& t, const dsl::Tile& s, const dsl::Tile& n) const;
+
+  // The backward pass's statistics of query rows `rows` (i32, (R)) of head `head`
+  // (backward_kernels.h), shaped (R, 1) when `query_axis` is 0 and (1, R) when it is 1, to
+  // broadcast against a (query, key) or (key, query) tile; rows >= T get weight 0.
+  struct RowStats {
+    dsl::Tile base, offset, delta;
+    dsl::Tile weights(const Logits& logits) const;  // p = exp(logits - base - offset)
+    // ds = p * (dp - delta) at kept logits, 0 at masked ones (a constant has no gradient).
+    dsl::Tile logit_gradients(const Logits& logits, const dsl::Tile& p, const dsl::Tile& dp) const;
+  };
+  RowStats row_stats(const dsl::Tile& head, const dsl::Tile& rows, int query_axis) const;
+
+  // Whether a row statistic (a row max or logsumexp) is within kNegligibleGap of
+  // masked_logit: masked keys may carry weight for that row.
+  dsl::Tile near_masked(const dsl::Tile& stat) const;
+
+  // The blocks of `block_n` keys that query rows [t_first, t_first + block_m) can keep, and
+  // the blocks of `block_m` queries that can keep a key of [s_first, s_first + block_n):
+  // only the band and the sequence lengths are considered (first == end when there are none).
+  std::pair<dsl::Tile, dsl::Tile> key_blocks(const dsl::Tile& t_first, int64_t block_m, int64_t block_n) const;
+  std::pair<dsl::Tile, dsl::Tile> query_blocks(const dsl::Tile& s_first, int64_t block_n, int64_t block_m) const;
+
+  // The kernels' products run on the tensor cores: f16 / bf16 operands, f32 ones in tf32x3
+  // (see ops/attention.h); `a` is cast to q's dtype first. Accumulation in f32.
+  // a (R, H) · b (C, H)^T: (R, C).
+  dsl::Tile dot_heads(const Chunks& a, const Chunks& b) const;
+  // p (R, X) · v (X, H) + acc (R, H).
+  Chunks dot_rows(const dsl::Tile& p, const Chunks& v, const Chunks& acc) const;
+
+ private:
+  // The indices [lo, hi) within [0, limit) that some index of [first, end) reaches within
+  // the band, `below` and `above` naming the band's bounds in that direction.
+  std::pair<dsl::Tile, dsl::Tile> band_range(const dsl::Tile& first, const dsl::Tile& end, const char* below,
+                                             const char* above, const dsl::Tile& limit) const;
+  // The element pointers (R, HEAD_CHUNK) of chunk `i` of rows `rows`, and the mask of rows
+  // below `limit` and head dims below H.
+  std::pair<dsl::Tile, dsl::Tile> chunk_access(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows,
+                                               const dsl::Tile& limit, int64_t i) const;
+};
+
+// One block of the online softmax over rows of `logits` (X, Y): the running max m and sum l
+// (X) after the block, the factor alpha = exp(m_before - m) rescaling what came before, and
+// p = exp(logits - m).
+struct SoftmaxStep {
+  dsl::Tile m, l, alpha, p;
+};
+SoftmaxStep online_softmax(const dsl::Tile& logits, const dsl::Tile& m, const dsl::Tile& l);
+
+// exp(x) for softmax weights, as exp2(x * log2(e)).
+dsl::Tile softmax_exp(const dsl::Tile& x);
+
+// f(chunk) for every chunk.
+Chunks map_chunks(const Chunks& x, const std::function<dsl::Tile(const dsl::Tile&)>& f);
+
+// Whether any element of an i1 tile is set (an i1 scalar).
+dsl::Tile any_set(const dsl::Tile& x);
+
+// An attention kernel: `body` gets the AttentionTiles of its arguments and the constants
+// BLOCK_M, BLOCK_N (HEAD_DIM and HEAD_CHUNK are read by AttentionTiles).
+using AttentionBody = std::function<void(AttentionTiles& a, int64_t block_m, int64_t block_n)>;
+dsl::Kernel define_attention_kernel(std::string name, DType dtype, std::vector<ir::Param> params,
+                                    AttentionBody body);
+
+// Runs `body(block)` over blocks [first, end), then, when `more` (an i1 scalar) is true, over
+// every other block of [0, count), carrying `carried` through both: the exact way to skip
+// blocks whose contribution is zero unless `more` says otherwise. `more` is evaluated on the
+// values carried out of the first range.
+using BlockBody = std::function<std::vector<dsl::Tile>(dsl::Tile, std::vector<dsl::Tile>)>;
+std::vector<dsl::Tile> for_blocks_then_rest(const std::pair<dsl::Tile, dsl::Tile>& blocks, const dsl::Tile& count,
+                                            std::vector<dsl::Tile> carried, const BlockBody& body,
+                                            const std::function<dsl::Tile(const std::vector<dsl::Tile>&)>& more);
+
+}  // namespace tilejit::ops::attention_detail

@@ -1,0 +1,28 @@
+// Launches of the attention kernels into given outputs, with given configs: the public ops
+// (forward.cpp, backward.cpp) allocate and call these; the library runs time them alone.
+#pragma once
+
+#include "ops/attention/config.h"
+#include "ops/attention/problem.h"
+
+namespace tilejit::ops::attention_detail {
+
+// out: contiguous, q's dtype and shape; lse: contiguous f32 (B, N, T), or null.
+void launch_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out, const Tensor* lse,
+                    Stream& stream);
+
+struct BackwardBuffers {
+  Tensor out, dout, lse;  // the caller's (checked) forward output, its gradient, logsumexp
+  SequenceStrides out_strides, dout_strides;
+  Tensor delta, row_base, row_offset;  // f32 (B, N, T) workspaces
+  Tensor close_rows;                   // i32 (B, N): whether a head has rows near masked_logit
+  Tensor dq, dk, dv;                   // contiguous outputs
+};
+void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
+                     Stream& stream);
+
+// The number of programs of a grid over `blocks` blocks of every (batch, head); an error
+// naming `op` when it does not fit one launch.
+uint32_t program_count(const char* op, int64_t blocks, int64_t heads);
+
+}  // namespace tilejit::ops::attention_detail

@@ -1,0 +1,127 @@
+// The slow attention checks: a wider sweep of shapes, dtypes and option combinations with
+// the op's own configs on the emulator, and the default configs of every kernel, head dim
+// and dtype assembled by ptxas for sm_80 and sm_90a without spills.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "codegen/compiler.h"
+#include "ops/attention/backward_kernels.h"
+#include "ops/attention/forward_kernel.h"
+#include "tests/codegen/ptxas_check.h"
+#include "tests/ops/attention_test_util.h"
+
+namespace tjops {
+namespace {
+
+using namespace tilejit::ops::attention_detail;
+using tilejit::ops::NamedArguments;
+
+// --- numerics ---------------------------------------------------------------------------------
+
+struct SweepOptions {
+  bool causal = false, bottom_right = false, window = false, lens = false, bias = false, mask = false;
+};
+
+AttentionCase sweep_case(DType dtype, int64_t h, int64_t t, int64_t s, int64_t n, int64_t k, const SweepOptions& o,
+                         Layout layout) {
+  AttentionCase c;
+  c.dtype = dtype, c.B = 2, c.T = t, c.S = s, c.N = n, c.K = k, c.H = h;
+  c.layout = layout;
+  c.causal = o.causal, c.bottom_right = o.bottom_right;
+  if (o.window) c.window = std::pair<int64_t, int64_t>{s / 3, 5};
+  if (o.lens) c.q_lens = {int32_t(t - 7), int32_t(t / 2)}, c.kv_lens = {int32_t(s), int32_t(s / 3)};
+  if (o.bias) c.bias_shape = {2, n, 1, s};
+  if (o.mask) c.mask_shape = {1, 1, t, s}, c.mask_keep = 0.6;
+  return c;
+}
+
+TEST(AttentionSweep, ShapesDtypesAndOptions) {
+  const SweepOptions combos[] = {
+      {},
+      {.causal = true},
+      {.bottom_right = true, .lens = true},
+      {.window = true, .bias = true},
+      {.causal = true, .lens = true, .mask = true},
+      {.causal = true, .window = true, .lens = true, .bias = true, .mask = true},
+  };
+  struct Shape {
+    int64_t h, t, s, n, k;
+  };
+  const Shape shapes[] = {{8, 150, 97, 4, 4}, {24, 130, 260, 6, 2}, {64, 200, 200, 4, 1},
+                          {96, 77, 190, 2, 2}, {128, 140, 129, 4, 2}, {256, 70, 100, 2, 1}};
+  int i = 0;
+  for (DType dtype : {DType::bf16, DType::f16, DType::f32})
+    for (const Shape& shape : shapes) {
+      const SweepOptions& o = combos[i % std::size(combos)];
+      Layout layout = i % 3 == 1 ? Layout::bnth : i % 3 == 2 ? Layout::padded : Layout::btnh;
+      ++i;
+      check_attention_case(sweep_case(dtype, shape.h, shape.t, shape.s, shape.n, shape.k, o, layout));
+    }
+}
+
+TEST(AttentionSweep, EveryOptionCombination) {
+  // Every subset of the six options on one shape, bf16.
+  for (int bits = 0; bits < 64; ++bits) {
+    SweepOptions o{bool(bits & 1), bool(bits & 2), bool(bits & 4), bool(bits & 8), bool(bits & 16), bool(bits & 32)};
+    check_attention_case(sweep_case(DType::bf16, 32, 90, 110, 4, 2, o, Layout::btnh));
+  }
+}
+
+// --- registers --------------------------------------------------------------------------------
+
+// The four kernels of `c`'s features with their default configs, traced for the
+// specialization most calls get (aligned pointers, strides divisible by 16).
+struct TracedKernels {
+  std::vector<std::tuple<std::string, tilejit::dsl::Kernel, KernelConfig>> kernels;
+};
+
+TracedKernels default_kernels(const AttentionCase& c) {
+  TJ_SEEDED_RNG(rng);
+  Device& device = Device::emu();
+  AttentionInputs in = random_inputs(c, rng);
+  Tensor q = upload_sequence(c, in.q, c.T, c.N, device);
+  Tensor k = upload_sequence(c, in.k, c.S, c.K, device);
+  AttentionOptions options = case_options(c, in, device);
+  AttentionProblem p = check_attention(tilejit::ops::OpArguments("attention"), q, k, k, options);
+  AttentionConfigs configs = choose_configs(c.dtype, c.H);
+  Tensor lse = Tensor::empty(device, DType::f32, p.logsumexp_shape());
+  BackwardBuffers buffers{q, q, lse, p.q, p.q, lse, lse, lse, Tensor::empty(device, DType::i32, {c.B, c.N}), q, k, k};
+  NamedArguments bwd = backward_arguments(p, buffers), dq = bwd, dkdv = bwd;
+  add_sequence_operand(dq, "dq", q, p.q);
+  add_sequence_operand(dkdv, "dk", k, p.k);
+  add_sequence_operand(dkdv, "dv", k, p.k);
+  TracedKernels t;
+  t.kernels.emplace_back("forward", forward_kernel(c.dtype, forward_arguments(p, q, &lse).params()), configs.forward);
+  t.kernels.emplace_back("rows", backward_rows_kernel(c.dtype, bwd.params()), configs.preprocess);
+  t.kernels.emplace_back("dkdv", dkdv_kernel(c.dtype, dkdv.params()), configs.dkdv);
+  t.kernels.emplace_back("dq", dq_kernel(c.dtype, dq.params()), configs.dq);
+  return t;
+}
+
+// Without options and with a causal mask (the band and its skipping): no spills. With every
+// option at once, ptxas must accept the kernels; their registers and spills are printed.
+TEST(AttentionSweep, DefaultConfigsAssembleWithoutSpills) {
+  if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
+  for (DType dtype : {DType::bf16, DType::f32})
+    for (int64_t h : {16, 32, 64, 128, 256})
+      for (int features = 0; features < 3; ++features) {
+        AttentionCase c;
+        c.dtype = dtype, c.T = 64, c.S = 64, c.N = 2, c.K = 1, c.H = h;
+        c.causal = features > 0;
+        if (features == 2) {
+          c.q_lens = {50}, c.kv_lens = {40};
+          c.bias_shape = {1, 2, 64, 64}, c.mask_shape = {1, 1, 64, 64};
+        }
+        for (auto& [name, kernel, config] : default_kernels(c).kernels)
+          for (const char* arch : {"sm_80", "sm_90a"}) {
+            SCOPED_TRACE(name + " " + name_of(dtype) + " H=" + std::to_string(h) + " " + describe(c) + " " + arch);
+            auto fn = kernel.trace(kernel.constants(config.constants(h)), kernel.aligned_facts());
+            tilejit::codegen::expect_ptxas_accepts(
+                tilejit::codegen::compile_to_ptx(*fn, tilejit::codegen::find_target(arch)), features < 2);
+          }
+      }
+}
+
+}  // namespace
+}  // namespace tjops

@@ -1,0 +1,242 @@
+// attention forward and backward on the emulator against the long-double reference of
+// attention_test_util.h: every option alone and in combination on small shapes (T, S not
+// multiples of the blocks, T != S), every dtype, GQA / MQA / MHA, head dims 8 to 128, both
+// strided layouts and rank-3 inputs, fully masked rows. Every case writes into poisoned
+// outputs and checks out, logsumexp, dq, dk and dv. Cases marked "small blocks" run kernels
+// with blocks of 16 and 32 rows, so that problems of a few dozen rows reach several blocks
+// per program (and the skipping of masked blocks); the others run the op's own configs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/ops/attention_test_util.h"
+
+namespace tjops {
+namespace {
+
+using tilejit::ops::attention_detail::AttentionConfigs;
+using tilejit::ops::attention_detail::KernelConfig;
+
+// Forward, rows and dq: 32 queries by 16 keys; dk / dv: 32 keys by 16 queries; 2 warps.
+AttentionConfigs small_blocks(int64_t head_chunk = 64) {
+  KernelConfig queries{32, 16, 2, head_chunk}, keys{16, 32, 2, head_chunk};
+  return {queries, queries, keys, queries};
+}
+
+AttentionCase small(AttentionCase c, int64_t head_chunk = 64) {
+  c.configs = small_blocks(head_chunk);
+  return c;
+}
+
+TEST(Attention, EveryDtype) {
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+    AttentionCase c;
+    c.dtype = d;
+    c.B = 2, c.T = 37, c.S = 53, c.N = 2, c.K = 1, c.H = 64;
+    check_attention_case(c);
+  }
+}
+
+TEST(Attention, HeadDims) {
+  AttentionCase c;
+  c.T = 21, c.S = 45, c.N = 2, c.K = 2;
+  for (int64_t h : {8, 40, 128}) {
+    c.H = h;
+    c.dtype = h == 40 ? DType::f16 : DType::bf16;
+    check_attention_case(c);
+  }
+}
+
+TEST(Attention, HeadDimInChunks) {
+  // H = 40 in chunks of 16: three chunks, the last one half past H.
+  AttentionCase c;
+  c.dtype = DType::f32, c.T = 33, c.S = 40, c.N = 2, c.K = 1, c.H = 40;
+  c.causal = true;
+  check_attention_case(small(c, 16));
+}
+
+TEST(Attention, HeadGroups) {
+  for (auto [n, k] : {std::pair{3, 3}, std::pair{4, 1}, std::pair{6, 2}}) {  // MHA, MQA, GQA
+    AttentionCase c;
+    c.T = 19, c.S = 27, c.N = n, c.K = k, c.H = 16;
+    check_attention_case(c);
+  }
+}
+
+TEST(Attention, Causal) {
+  for (auto [t, s] : {std::pair{45, 70}, std::pair{70, 45}, std::pair{50, 50}}) {
+    AttentionCase c;
+    c.T = t, c.S = s, c.H = 16;
+    c.causal = true;
+    check_attention_case(small(c));
+  }
+}
+
+TEST(Attention, CausalBottomRight) {
+  // T > S leaves the first T - S rows with no key at all: the mean of v over all keys.
+  for (auto [t, s] : {std::pair{45, 70}, std::pair{70, 45}}) {
+    AttentionCase c;
+    c.T = t, c.S = s, c.H = 16;
+    c.bottom_right = true;
+    check_attention_case(small(c));
+  }
+  AttentionCase both;  // both alignments: the stricter one wins
+  both.T = 40, both.S = 60, both.H = 16;
+  both.causal = both.bottom_right = true;
+  check_attention_case(small(both));
+}
+
+TEST(Attention, LocalWindow) {
+  AttentionCase c;
+  c.T = 60, c.S = 75, c.H = 16;
+  for (auto window : {std::pair<int64_t, int64_t>{5, 9}, std::pair<int64_t, int64_t>{0, 0},
+                      std::pair<int64_t, int64_t>{40, 1000000}}) {
+    c.window = window;
+    check_attention_case(small(c));
+  }
+  c.window = std::pair<int64_t, int64_t>{20, 3};
+  c.causal = true;
+  check_attention_case(small(c));
+  c.causal = false, c.bottom_right = true;  // s <= t + 15 and a window of 7 keys to the left
+  c.window = std::pair<int64_t, int64_t>{7, 0};
+  check_attention_case(small(c));
+}
+
+TEST(Attention, SequenceLengths) {
+  AttentionCase c;
+  c.B = 4, c.T = 40, c.S = 50, c.H = 16;
+  c.q_lens = {40, 17, 0, 100};   // full, partial, none (a zero output), more than T
+  c.kv_lens = {50, 0, 33, 9};    // full, none (every row fully masked), partial
+  check_attention_case(small(c));
+  AttentionCase q_only = c;
+  q_only.kv_lens.clear();
+  check_attention_case(small(q_only));
+  AttentionCase kv_only = c;
+  kv_only.q_lens.clear();
+  check_attention_case(kv_only);  // the op's own blocks
+}
+
+TEST(Attention, Bias) {
+  AttentionCase c;
+  c.B = 2, c.T = 23, c.S = 37, c.N = 4, c.K = 2, c.H = 16;
+  c.bias_shape = {1, 4, 23, 37};  // per head, shared by the batch
+  check_attention_case(c);
+  c.bias_shape = {2, 1, 1, 37}, c.bias_dtype = DType::bf16;  // per batch and key
+  check_attention_case(c);
+  c.bias_shape = {2, 4, 23, 37}, c.bias_dtype = DType::f16, c.bias_transposed = true;  // full, keys strided
+  check_attention_case(c);
+  c.bias_shape = {1, 1, 23, 1}, c.bias_dtype = DType::f32, c.bias_transposed = false;  // per query row
+  check_attention_case(c);
+}
+
+TEST(Attention, Mask) {
+  AttentionCase c;
+  c.B = 2, c.T = 29, c.S = 41, c.N = 2, c.K = 1, c.H = 16;
+  c.mask_shape = {2, 1, 29, 41};
+  check_attention_case(c);
+  c.mask_shape = {1, 2, 1, 41}, c.mask_keep = 0.3;
+  check_attention_case(c);
+  // Most rows keep no key at all.
+  c.mask_shape = {2, 2, 29, 41}, c.mask_keep = 0.01;
+  check_attention_case(c);
+}
+
+TEST(Attention, ScaleAndLogits) {
+  AttentionCase c;
+  c.dtype = DType::f16, c.T = 30, c.S = 30, c.H = 32;
+  c.scale = 0.7;
+  c.logit_range = 3;
+  check_attention_case(c);
+}
+
+TEST(Attention, Layouts) {
+  AttentionCase c;
+  c.B = 2, c.T = 25, c.S = 31, c.N = 4, c.K = 2, c.H = 24;
+  c.causal = true;
+  for (Layout layout : {Layout::bnth, Layout::padded}) {
+    c.layout = layout;
+    check_attention_case(small(c));
+  }
+  AttentionCase r = c;
+  r.B = 1, r.rank3 = true;
+  for (Layout layout : {Layout::btnh, Layout::bnth}) {
+    r.layout = layout;
+    check_attention_case(small(r));
+  }
+}
+
+// Logits pushed down to masked_logit by a bias (f16: -45852.8): masked keys keep a weight of
+// the same size as kept ones, so no block may be skipped and the backward pass must not
+// take the statistics from the rounded logsumexp.
+TEST(Attention, LogitsNearTheMaskedValue) {
+  AttentionCase c;
+  c.dtype = DType::f16, c.B = 2, c.T = 40, c.S = 50, c.N = 2, c.K = 1, c.H = 16;
+  c.bias_shape = {1, 1, 1, 1}, c.bias_value = -45851.0L;
+  c.logit_range = 0.5;
+  c.causal = true;
+  c.kv_lens = {50, 31};
+  check_attention_case(small(c));
+}
+
+// Rows with no kept key in bf16 and f32: logsumexp is masked_logit + log(S), which f32
+// rounds to masked_logit; the weights must still be 1 / S.
+TEST(Attention, FullyMaskedRows) {
+  for (DType d : {DType::bf16, DType::f32}) {
+    AttentionCase c;
+    c.dtype = d, c.B = 2, c.T = 36, c.S = 20, c.N = 2, c.K = 2, c.H = 16;
+    c.bottom_right = true;        // rows t < 16 keep nothing
+    c.kv_lens = {20, 0};          // nor does any row of batch 1
+    check_attention_case(small(c));
+  }
+}
+
+TEST(Attention, EverythingAtOnce) {
+  AttentionCase c;
+  c.B = 2, c.T = 41, c.S = 66, c.N = 6, c.K = 2, c.H = 40;
+  c.layout = Layout::bnth;
+  c.scale = 0.2;
+  c.causal = true;
+  c.window = std::pair<int64_t, int64_t>{30, 4};
+  c.q_lens = {35, 41}, c.kv_lens = {60, 12};
+  c.bias_shape = {2, 6, 1, 66};
+  c.mask_shape = {1, 6, 41, 66}, c.mask_keep = 0.8;
+  check_attention_case(small(c, 16));
+  c.dtype = DType::f16;
+  check_attention_case(c);  // the op's own blocks
+}
+
+TEST(Attention, PublicApi) {
+  AttentionCase c;
+  c.public_api = true;
+  c.rank3 = true, c.T = 20, c.S = 24, c.N = 2, c.K = 1, c.H = 16;
+  c.q_lens = {15};
+  check_attention_case(c);
+}
+
+TEST(Attention, NoQueries) {
+  TJ_SEEDED_RNG(rng);
+  Tensor q = upload(random_host(DType::bf16, 0, rng, -1, 1), {2, 0, 2, 16});
+  Tensor k = upload(random_host(DType::bf16, 2 * 5 * 16, rng, -1, 1), {2, 5, 1, 16});
+  AttentionOptions options;
+  options.return_logsumexp = true;
+  auto r = tilejit::ops::attention(q, k, k, options);
+  EXPECT_EQ(r.out.shape(), (std::vector<int64_t>{2, 0, 2, 16}));
+  EXPECT_EQ(r.logsumexp->shape(), (std::vector<int64_t>{2, 2, 0}));
+  auto g = tilejit::ops::attention_backward(q, k, k, r.out, r.out, *r.logsumexp);
+  EXPECT_EQ(g.dq.shape(), q.shape());
+  for (const Tensor* t : {&g.dk, &g.dv}) {
+    EXPECT_EQ(t->shape(), k.shape());
+    expect_values("dk / dv without queries", download(*t), std::vector<LD>(size_t(k.numel()), 0), exact());
+  }
+}
+
+TEST(Attention, Sm80Target) {
+  AttentionCase c;
+  c.device = "emu:sm_80";
+  c.T = 30, c.S = 35, c.N = 2, c.K = 1, c.H = 32;
+  c.causal = true;
+  check_attention_case(c);
+}
+
+}  // namespace
+}  // namespace tjops

@@ -81,4 +81,10 @@ std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64
   return out;
 }
 
+Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, const void* elements) {
+  Tensor t = Tensor::empty(device, dtype, std::move(shape));
+  t.copy_from_host(elements, static_cast<size_t>(t.bytes()));
+  return t;
+}
+
 }  // namespace tilejit::ops

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/dtype.h"
+#include "runtime/tensor.h"
 
 namespace tilejit::ops {
 
@@ -19,5 +20,8 @@ std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes);
 // `count` random elements of `dtype`: floats ±(1 + m/4) · 2^e with e in [-3, 2] and m in
 // [0, 3] (exact in every float format, fp8 included; no NaN or inf), integers in [-8, 8].
 std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64& rng);
+
+// A new contiguous tensor of `shape` on `device` holding `elements` (row-major, of `dtype`).
+Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, const void* elements);
 
 }  // namespace tilejit::ops

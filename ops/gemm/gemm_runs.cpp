@@ -20,12 +20,6 @@ struct GemmRunSpec {
   std::function<void(const Tensor& a, const Tensor& b, const Tensor& out, Stream& s)> call;
 };
 
-Tensor upload(Device& device, DType dtype, std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
-  Tensor t = Tensor::empty(device, dtype, std::move(shape));
-  t.copy_from_host(bytes.data(), bytes.size());
-  return t;
-}
-
 ExampleRun run_gemm_spec(const GemmRunSpec& spec, Device& device, const ExampleOptions& options) {
   bool small = options.small || device.info().kind == DeviceKind::emu;
   int64_t size = small ? 256 : 4096;
@@ -33,7 +27,8 @@ ExampleRun run_gemm_spec(const GemmRunSpec& spec, Device& device, const ExampleO
   int64_t m = dimension(dims, "M"), n = dimension(dims, "N"), k = dimension(dims, "K");
   std::mt19937_64 rng(options.seed ? options.seed : std::random_device{}());
   std::vector<uint8_t> a_bytes = random_elements(spec.a, m * k, rng), b_bytes = random_elements(spec.a, k * n, rng);
-  Tensor a = upload(device, spec.a, {m, k}, a_bytes), b = upload(device, spec.a, {k, n}, b_bytes);
+  Tensor a = upload_elements(device, spec.a, {m, k}, a_bytes.data());
+  Tensor b = upload_elements(device, spec.a, {k, n}, b_bytes.data());
   Tensor out = Tensor::empty(device, spec.out, {m, n});
   out.fill_bytes(0xff);
 

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 
+#include "ops/common/host_values.h"
 #include "ops/library_runs.h"
 #include "ops/scaled_dot/kernel.h"
 #include "ops/scaled_dot/mx_quantize.h"
@@ -17,26 +17,6 @@ namespace tilejit::ops {
 using namespace scaled_dot_detail;
 
 namespace {
-
-Tensor upload_bytes(Device& device, DType dtype, std::vector<int64_t> shape, const void* bytes) {
-  Tensor t = Tensor::empty(device, dtype, std::move(shape));
-  t.copy_from_host(bytes, static_cast<size_t>(t.bytes()));
-  return t;
-}
-
-// f8e4m3 and e8m0 bytes as values (the runs make no NaN codes).
-double e4m3_value(uint8_t b) {
-  int exponent = (b >> 3) & 15, mantissa = b & 7;
-  double v = exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(8 + mantissa, exponent - 10);
-  return b & 0x80 ? -v : v;
-}
-double e8m0_value(uint8_t b) { return std::ldexp(1.0, b - 127); }
-double bf16_value(uint16_t b) {
-  uint32_t bits = uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 // Whether `got` is within atol + rtol * |want| (never for NaN); tracks the largest error.
 bool within(double got, double want, double atol, double rtol, ExampleRun& r) {
@@ -74,10 +54,10 @@ ExampleRun run_scaled_dot(Device& device, const ExampleOptions& options) {
   };
   std::vector<uint8_t> a = fp8(batch * m * k), b = fp8(batch * k * n), sa = scales(batch * m * kb),
                        sb = scales(batch * kb * n);
-  Tensor ta = upload_bytes(device, DType::f8e4m3, {batch, m, k}, a.data());
-  Tensor tb = upload_bytes(device, DType::f8e4m3, {batch, k, n}, b.data());
-  Tensor tsa = upload_bytes(device, DType::e8m0, {batch, m, kb}, sa.data());
-  Tensor tsb = upload_bytes(device, DType::e8m0, {batch, kb, n}, sb.data());
+  Tensor ta = upload_elements(device, DType::f8e4m3, {batch, m, k}, a.data());
+  Tensor tb = upload_elements(device, DType::f8e4m3, {batch, k, n}, b.data());
+  Tensor tsa = upload_elements(device, DType::e8m0, {batch, m, kb}, sa.data());
+  Tensor tsb = upload_elements(device, DType::e8m0, {batch, kb, n}, sb.data());
   Tensor out = Tensor::empty(device, DType::bf16, {batch, m, n});
   out.fill_bytes(0xff);
 
@@ -106,15 +86,16 @@ ExampleRun run_scaled_dot(Device& device, const ExampleOptions& options) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0, magnitude = 0;
         for (int64_t t = 0; t < k; ++t) {
-          double p = e4m3_value(a[static_cast<size_t>((bi * m + i) * k + t)]) *
-                     e8m0_value(sa[static_cast<size_t>((bi * m + i) * kb + t / block)]) *
-                     e4m3_value(b[static_cast<size_t>((bi * k + t) * n + j)]) *
-                     e8m0_value(sb[static_cast<size_t>((bi * kb + t / block) * n + j)]);
+          double p = host_value(DType::f8e4m3, &a[static_cast<size_t>((bi * m + i) * k + t)]) *
+                     host_value(DType::e8m0, &sa[static_cast<size_t>((bi * m + i) * kb + t / block)]) *
+                     host_value(DType::f8e4m3, &b[static_cast<size_t>((bi * k + t) * n + j)]) *
+                     host_value(DType::e8m0, &sb[static_cast<size_t>((bi * kb + t / block) * n + j)]);
           sum += p, magnitude += std::fabs(p);
         }
         double atol = 1e-5 * magnitude;
         r.atol = std::max(r.atol, atol);
-        r.ok = within(bf16_value(got[static_cast<size_t>((bi * m + i) * n + j)]), sum, atol, r.rtol, r) && r.ok;
+        const auto* out_element = reinterpret_cast<const uint8_t*>(&got[static_cast<size_t>((bi * m + i) * n + j)]);
+        r.ok = within(host_value(DType::bf16, out_element), sum, atol, r.rtol, r) && r.ok;
       }
     }
   return r;
@@ -135,7 +116,7 @@ ExampleRun run_mx_quantize(Device& device, const ExampleOptions& options) {
     const int exponent = static_cast<int>(rng() % 41) - 20;  // a magnitude per block
     for (size_t j = i; j < i + 32; ++j) x[j] = std::ldexp(uniform(rng), exponent);
   }
-  Tensor tx = upload_bytes(device, DType::f32, {rows, cols}, x.data());
+  Tensor tx = upload_elements(device, DType::f32, {rows, cols}, x.data());
   Tensor data = Tensor::empty(device, DType::f8e4m3, {rows, cols});
   Tensor scales = Tensor::empty(device, DType::e8m0, {rows, cols / 32});
   data.fill_bytes(0xff);
@@ -154,7 +135,7 @@ ExampleRun run_mx_quantize(Device& device, const ExampleOptions& options) {
   r.rtol = 1.0 / 16;  // half an e4m3 step at 3 mantissa bits
   r.ok = true;
   for (size_t blk = 0; blk < s.size(); ++blk) {
-    const double scale = e8m0_value(s[blk]);
+    const double scale = host_value(DType::e8m0, &s[blk]);
     double amax = 0;
     for (size_t j = blk * 32; j < blk * 32 + 32; ++j) amax = std::max(amax, std::fabs(double{x[j]}));
     // The smallest power of two that holds the block: 224 < amax / scale <= 448.
@@ -162,7 +143,7 @@ ExampleRun run_mx_quantize(Device& device, const ExampleOptions& options) {
     const double atol = scale * std::ldexp(1.0, -10);  // half the e4m3 subnormal step, scaled
     r.atol = std::max(r.atol, atol);
     for (size_t j = blk * 32; j < blk * 32 + 32; ++j)
-      r.ok = within(e4m3_value(q[j]) * scale, x[j], atol, r.rtol, r) && r.ok;
+      r.ok = within(host_value(DType::f8e4m3, &q[j]) * scale, x[j], atol, r.rtol, r) && r.ok;
   }
   return r;
 }

@@ -1,7 +1,5 @@
 #include "ops/common/op_arguments.h"
 
-#include <cstdint>
-
 #include <fmt/ranges.h>
 
 namespace tilejit::ops {
@@ -55,11 +53,6 @@ void OpArguments::same_dtype(std::string_view name_a, const Tensor& a, std::stri
 void OpArguments::contiguous(std::string_view name, const Tensor& t) const {
   if (!t.is_contiguous())
     fail("{} must be contiguous (row-major), but {} has strides {}", name, t.describe(), shape_string(t.strides()));
-}
-
-void OpArguments::aligned(std::string_view name, const Tensor& t, int bytes) const {
-  if (reinterpret_cast<uintptr_t>(t.data()) % static_cast<uintptr_t>(bytes) != 0)
-    fail("{} ({}) must start at an address aligned to {} bytes", name, t.describe(), bytes);
 }
 
 int OpArguments::normalized_dim(std::string_view what, int dim, int rank) const {

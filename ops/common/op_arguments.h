@@ -41,8 +41,6 @@ class OpArguments {
   void same_dtype(std::string_view name_a, const Tensor& a, std::string_view name_b, const Tensor& b) const;
   // Row-major with no gaps (the ops that take strided operands say so and check strides themselves).
   void contiguous(std::string_view name, const Tensor& t) const;
-  // The data pointer aligned to `bytes` (vector loads need it).
-  void aligned(std::string_view name, const Tensor& t, int bytes) const;
   // The dimension index `dim` (negative counts from the end) within a tensor of `rank`
   // dimensions, normalized; `what` names it in the error ("axis", "scatter_dimension").
   int normalized_dim(std::string_view what, int dim, int rank) const;

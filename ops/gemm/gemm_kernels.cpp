@@ -19,12 +19,13 @@ void add_sizes(NamedArguments& args, const GemmProblem& p, bool with_k) {
 // The workspace of partial sums as a (batch, M, N) matrix of one slice.
 MatrixStrides workspace_strides(const GemmProblem& p) { return {p.m * p.n, p.n, 1}; }
 
-}  // namespace
-
+// The main kernel's constants (a config sets them), with their defaults.
 std::vector<ConstantDecl> main_constants() {
   return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},
           {"SPLIT_K", 1},   {"num_warps", 8}, {"num_stages", 1}};
 }
+
+}  // namespace
 
 NamedArguments main_arguments(const GemmProblem& p, const Tensor* workspace) {
   NamedArguments args;

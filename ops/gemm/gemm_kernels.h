@@ -23,7 +23,4 @@ dsl::Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vecto
 NamedArguments reduction_arguments(const GemmProblem& p, const Tensor& workspace);
 dsl::Kernel reduction_kernel(const GemmFeatures& f, std::vector<ir::Param> params);
 
-// The constants of the main kernel a config sets, with their defaults.
-std::vector<dsl::ConstantDecl> main_constants();
-
 }  // namespace tilejit::ops::gemm_detail

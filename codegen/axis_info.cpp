@@ -25,6 +25,12 @@ AxisInfo uniform(const ir::Type& type, int64_t divisibility) {
   return a;
 }
 
+AxisInfo known_value(const ir::Type& type, int64_t value) {
+  AxisInfo a = uniform(type, pow2_divisor(value));
+  a.value = value;
+  return a;
+}
+
 AxisInfo unknown(const ir::Type& type) {
   AxisInfo a;
   for (size_t i = 0; i < type.shape.size(); ++i) {
@@ -45,7 +51,8 @@ AxisAnalysis::AxisAnalysis(const ir::Function& fn) {
     int64_t div = 1;
     if (p.type.pointer) div = p.facts.aligned_16 ? 16 : dtype_storage_bytes(p.type.dtype);
     else if (p.facts.divisible_by_16) div = 16;
-    infos_[fn.body.args[i]] = uniform(p.type, div);
+    bool one = !p.type.pointer && p.facts.equals_one;
+    infos_[fn.body.args[i]] = one ? known_value(p.type, 1) : uniform(p.type, div);
   }
   visit_block(fn.body);
 }
@@ -77,7 +84,7 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
   int rank = type.rank();
   switch (op.kind) {
     case ir::OpKind::constant:
-      if (std::holds_alternative<int64_t>(op.attr("value"))) return uniform(type, pow2_divisor(op.attr_int("value")));
+      if (std::holds_alternative<int64_t>(op.attr("value"))) return known_value(type, op.attr_int("value"));
       return uniform(type, 1);
     case ir::OpKind::arange: {
       AxisInfo a;
@@ -86,7 +93,11 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       a.constancy = {1};
       return a;
     }
-    case ir::OpKind::splat: return uniform(type, in(0).scalar_divisibility);
+    case ir::OpKind::splat: {
+      AxisInfo a = uniform(type, in(0).scalar_divisibility);
+      a.value = in(0).value;
+      return a;
+    }
     case ir::OpKind::broadcast: {
       AxisInfo a = in(0);
       const ir::Shape& from = op.operands[0]->type.shape;
@@ -121,6 +132,8 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
     case ir::OpKind::mul: {
       const AxisInfo& a = in(0);
       const AxisInfo& b = in(1);
+      if (b.value == 1) return a;
+      if (a.value == 1) return b;
       AxisInfo r;
       r.scalar_divisibility = std::min(kMaxDivisibility, a.scalar_divisibility * b.scalar_divisibility);
       for (int d = 0; d < rank; ++d) {
@@ -130,6 +143,37 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       }
       return r;
     }
+    case ir::OpKind::minimum:
+    case ir::OpKind::maximum: {
+      // Either operand's value: divisible by what divides both (`minimum(K, k + steps)`).
+      if (!is_integer(type.dtype)) return elementwise_facts(op);
+      AxisInfo r = elementwise_facts(op);
+      r.scalar_divisibility = gcd(in(0).scalar_divisibility, in(1).scalar_divisibility);
+      for (int d = 0; d < rank; ++d) r.divisibility[d] = gcd(in(0).divisibility[d], in(1).divisibility[d]);
+      return r;
+    }
+    case ir::OpKind::rem: {
+      // A run of d consecutive values starting at a multiple of d stays consecutive modulo n
+      // when d divides n (`offsets % N` with N a multiple of 16).
+      const AxisInfo& a = in(0);
+      const AxisInfo& b = in(1);
+      AxisInfo r = unknown(type);
+      if (!is_integer(type.dtype)) return r;
+      for (int d = 0; d < rank; ++d) {
+        if (b.constancy[d] != type.shape[d]) continue;
+        int64_t run = gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d]));
+        r.contiguity[d] = run;
+        r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+        r.constancy[d] = a.constancy[d];
+      }
+      return r;
+    }
+    case ir::OpKind::cast:
+      // Widening an integer keeps every value, so every fact.
+      if (is_integer(type.dtype) && is_integer(op.operands[0]->type.dtype) && type.dtype != DType::i1 &&
+          dtype_storage_bytes(type.dtype) >= dtype_storage_bytes(op.operands[0]->type.dtype))
+        return in(0);
+      return elementwise_facts(op);
     case ir::OpKind::cmp: {
       // contiguous < splat(n): equal within aligned runs when n and the run starts share
       // the divisor (the classic `offs < n` mask).
@@ -144,20 +188,23 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       }
       return r;
     }
-    default: {
-      if (type.is_scalar()) return uniform(type, 1);
-      AxisInfo r = unknown(type);
-      bool elementwise = ir::is_elementwise_binary(op.kind) || ir::is_elementwise_unary(op.kind) ||
-                         op.kind == ir::OpKind::select || op.kind == ir::OpKind::cast;
-      if (elementwise)
-        for (int d = 0; d < rank; ++d) {
-          int64_t c = type.shape[d];
-          for (size_t i = 0; i < op.operands.size(); ++i) c = gcd(c, in(i).constancy[d]);
-          r.constancy[d] = c;
-        }
-      return r;
-    }
+    default: return elementwise_facts(op);
   }
+}
+
+// Elementwise ops keep runs of equal values equal; anything else is unknown.
+AxisInfo AxisAnalysis::elementwise_facts(const ir::Op& op) const {
+  const ir::Type& type = op.result()->type;
+  AxisInfo r = type.is_scalar() ? uniform(type, 1) : unknown(type);
+  bool elementwise = ir::is_elementwise_binary(op.kind) || ir::is_elementwise_unary(op.kind) ||
+                     op.kind == ir::OpKind::select || op.kind == ir::OpKind::cast;
+  if (elementwise)
+    for (int d = 0; d < type.rank(); ++d) {
+      int64_t c = type.shape[d];
+      for (auto* operand : op.operands) c = gcd(c, info(operand).constancy[d]);
+      r.constancy[d] = c;
+    }
+  return r;
 }
 
 }  // namespace tilejit::codegen

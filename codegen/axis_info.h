@@ -1,10 +1,13 @@
 // Per-dim facts about integer and pointer tiles that decide how wide a global memory access
 // may be: contiguity (runs of consecutive values), divisibility (largest power of two that
 // divides the first value of every run; bytes for pointers) and constancy (runs of equal
-// values). Triton's AxisInfo analysis, on the tile IR.
+// values). Triton's AxisInfo analysis, on the tile IR. Integer tiles whose every element is
+// one known value (constants, and arguments the specialization key says equal 1) carry that
+// value, so a unit stride passed as an argument keeps `offsets * stride` contiguous.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "dsl/ir.h"
@@ -16,6 +19,7 @@ struct AxisInfo {
   std::vector<int64_t> divisibility;
   std::vector<int64_t> constancy;
   int64_t scalar_divisibility = 1;  // for scalars (empty vectors)
+  std::optional<int64_t> value;     // every element equals this integer
 };
 
 class AxisAnalysis {
@@ -26,6 +30,7 @@ class AxisAnalysis {
  private:
   void visit_block(const ir::Block& block);
   AxisInfo compute(const ir::Op& op) const;
+  AxisInfo elementwise_facts(const ir::Op& op) const;
   std::map<const ir::Value*, AxisInfo> infos_;
 };
 

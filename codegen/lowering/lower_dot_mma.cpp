@@ -15,7 +15,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/lowering/lowering.h"
-#include "codegen/shared_layout.h"
+#include "codegen/lowering/shared_operand.h"
 
 namespace tilejit::codegen::lowering {
 
@@ -99,103 +99,6 @@ class MmaEmitter {
   Lowering& L_;
   const MmaTiling& t_;
   llvm::Function* intrinsic_;
-};
-
-// An operand tile in shared memory as a swizzled row-major tile, and the ldmatrix loads of
-// its fragments.
-class SharedOperand {
- public:
-  SharedOperand(Lowering& L, const ir::Value* v, llvm::Value* base)
-      : L_(L), base_(base), element_bytes_(dtype_storage_bytes(v->type.dtype)),
-        tile_{v->type.shape[0], v->type.shape[1] * element_bytes_} {}
-
-  int64_t bytes() const { return tile_.bytes(); }
-
-  // Every thread writes the elements it holds; runs of registers that are consecutive along
-  // the row (a thread's vector) go out as one store of up to 16 bytes.
-  void store(const ir::Value* v) {
-    auto& b = L_.b;
-    const Regs& regs = L_.home(v);
-    const LinearLayout& layout = regs.layout;
-    // Register bit i steps 2^i along the row for the first log2(vec) bits.
-    int vec = 1;
-    for (size_t bit = 0; bit < layout.reg.size() && vec * element_bytes_ < 16 && layout.reg[bit] == Coord{0, vec}; ++bit)
-      vec *= 2;
-    std::vector<bool> duplicate = layout.duplicate_registers();
-    llvm::Type* elem = regs.values[0]->getType();
-    for (int r = 0; r < layout.num_regs(); r += vec) {
-      if (duplicate[static_cast<size_t>(r)]) continue;
-      std::vector<llvm::Value*> c = L_.coords(layout, r);
-      llvm::Value* value = regs.values[static_cast<size_t>(r)];
-      if (vec > 1) {
-        value = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, static_cast<unsigned>(vec)));
-        for (int i = 0; i < vec; ++i)
-          value = b.CreateInsertElement(value, regs.values[static_cast<size_t>(r + i)], b.getInt32(static_cast<uint32_t>(i)));
-      }
-      b.CreateAlignedStore(value, address(c[0], b.CreateMul(c[1], L_.const_i32(element_bytes_))),
-                           llvm::Align(static_cast<uint64_t>(vec * element_bytes_)));
-    }
-  }
-
-  // The A words of instruction (rep_m, rep_k): ldmatrix.x4, lanes 0-7 / 8-15 / 16-23 / 24-31
-  // giving the rows of the (rows 0-7, bytes 0-15) / (8-15, 0-15) / (0-7, 16-31) / (8-15, 16-31)
-  // blocks of the 16-row, 32-byte fragment.
-  std::vector<llvm::Value*> a_words(const MmaTiling& t, int rep_m, int rep_k) {
-    auto& b = L_.b;
-    llvm::Value* lane = L_.lane_id();
-    llvm::Value* wm = b.CreateAnd(L_.warp_id(), L_.const_i32(t.warps_m - 1));
-    llvm::Value* row = b.CreateAdd(b.CreateMul(b.CreateAdd(wm, L_.const_i32(t.warps_m * rep_m)), L_.const_i32(16)),
-                                   b.CreateAnd(lane, L_.const_i32(15)));
-    llvm::Value* col = b.CreateAdd(L_.const_i32(rep_k * t.instr.k * element_bytes_),
-                                   b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(16)));
-    return ldmatrix(4, false, address(row, col));
-  }
-
-  // The B words of instructions (rep_k, rep_n) and, when `pair`, (rep_k, rep_n + 1):
-  // ldmatrix.x4.trans (x2 without the pair); lanes 8j..8j+7 give the K rows 8(j%2)..+7 of
-  // the N block rep_n + j/2.
-  std::vector<llvm::Value*> b_words(const MmaTiling& t, int rep_k, int rep_n, bool pair) {
-    auto& b = L_.b;
-    llvm::Value* lane = L_.lane_id();
-    int wm_bits = __builtin_ctz(static_cast<unsigned>(t.warps_m));
-    llvm::Value* wn = b.CreateAnd(b.CreateLShr(L_.warp_id(), L_.const_i32(wm_bits)), L_.const_i32(t.warps_n - 1));
-    llvm::Value* k = b.CreateAdd(L_.const_i32(rep_k * t.instr.k), b.CreateAnd(lane, L_.const_i32(15)));
-    llvm::Value* block = b.CreateAdd(b.CreateAdd(wn, L_.const_i32(t.warps_n * rep_n)),
-                                     b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(t.warps_n)));
-    llvm::Value* col = b.CreateMul(block, L_.const_i32(8 * element_bytes_));
-    return ldmatrix(pair ? 4 : 2, true, address(k, col));
-  }
-
- private:
-  // The shared address of byte `col_byte` of `row` (i32 values), swizzled.
-  llvm::Value* address(llvm::Value* row, llvm::Value* col_byte) {
-    auto& b = L_.b;
-    llvm::Value* line_group = b.CreateUDiv(row, L_.const_i32(tile_.rows_per_line()));
-    int64_t phase = std::min<int64_t>(tile_.chunks_per_row(), 8);
-    llvm::Value* mask = b.CreateURem(line_group, L_.const_i32(phase));
-    llvm::Value* chunk = b.CreateXor(b.CreateLShr(col_byte, L_.const_i32(4)), mask);
-    llvm::Value* offset = b.CreateAdd(b.CreateMul(row, L_.const_i32(tile_.row_bytes)),
-                                      b.CreateOr(b.CreateShl(chunk, L_.const_i32(4)), b.CreateAnd(col_byte, L_.const_i32(15))));
-    return b.CreateGEP(b.getInt8Ty(), base_, offset);
-  }
-
-  std::vector<llvm::Value*> ldmatrix(int matrices, bool transpose, llvm::Value* row_address) {
-    using llvm::Intrinsic::ID;
-    static constexpr ID plain[] = {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16,
-                                   llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16};
-    static constexpr ID trans[] = {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16,
-                                   llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16};
-    ID id = (transpose ? trans : plain)[matrices == 4];
-    llvm::Value* result = L_.call_intrinsic(id, {row_address->getType()}, {row_address});
-    std::vector<llvm::Value*> words;
-    for (unsigned j = 0; j < static_cast<unsigned>(matrices); ++j) words.push_back(L_.b.CreateExtractValue(result, j));
-    return words;
-  }
-
-  Lowering& L_;
-  llvm::Value* base_;
-  int element_bytes_;
-  SwizzledTile tile_;
 };
 
 bool in_fragment_layout(Lowering& L, const ir::Value* v, const LinearLayout& fragment_layout) {

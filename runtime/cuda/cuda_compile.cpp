@@ -8,6 +8,7 @@
 #include "dsl/log.h"
 #include "runtime/binary_identity.h"
 #include "runtime/cuda/cubin_compiler.h"
+#include "runtime/kernel_dump.h"
 #include "runtime/version.h"
 
 namespace tilejit::cuda {
@@ -179,6 +180,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
   std::optional<CudaKernelImage> image;
   if (ir_key != missed_ir_key) image = find_image(cache, ir_key);
   if (!image) {
+    dump_kernel_if_requested(*fn, target);
     image = build_image(*fn, target, options, cubin_tool());
     cache.put(ir_key, fmt::format("{} {} {}", kernel.name(), target.arch, image->report.binary_format),
               serialize(*image));

@@ -17,6 +17,7 @@
 #include "runtime/emu/allocation_table.h"
 #include "runtime/emu/cta_runner.h"
 #include "runtime/emu/runtime_symbols.h"
+#include "runtime/kernel_dump.h"
 
 namespace tilejit {
 namespace {
@@ -137,6 +138,7 @@ class EmuDevice : public Device {
 
   std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override {
     auto fn = request.kernel->trace(*request.constants, request.facts);
+    dump_kernel_if_requested(*fn, target_);
     return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, target_, symbols_), info_.arch);
   }
 

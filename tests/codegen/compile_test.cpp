@@ -82,6 +82,32 @@ TEST(Compile, LoopInductionVariablesKeepVectorAccesses) {
   EXPECT_EQ(k.ptx.find("ld.global.b32"), std::string::npos);
 }
 
+// out[r, c] = x[r * row_stride + (c % n) * col_stride]: the pattern of every strided op
+// (gemm wraps its column offsets the same way).
+Kernel strided_copy_kernel() {
+  return define_kernel("strided_copy", {"x", "out", "n", "row_stride", "col_stride"}, {{"B", 64}},
+                       [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n, Scalar<i32> row_stride,
+                          Scalar<i32> col_stride) {
+                         Tile r = expand_dims(arange(0, c["B"]), 1), cols = expand_dims(arange(0, c["B"]) % n, 0);
+                         store(out + r * c["B"] + cols, load(x + r * row_stride + cols * col_stride));
+                       });
+}
+
+TEST(Compile, UnitStrideArgumentsGiveVectorAccesses) {
+  Kernel kernel = strided_copy_kernel();
+  auto compile = [&](const std::vector<ir::ArgFacts>& facts) {
+    return compile_to_ptx(*kernel.trace(kernel.constants(), facts), find_target("sm_90a")).ptx;
+  };
+  auto facts = kernel.aligned_facts();  // pointers 16-byte aligned, integers multiples of 16
+  EXPECT_EQ(compile(facts).find("ld.global.v4"), std::string::npos) << "col_stride may be anything";
+  facts[4] = ir::ArgFacts{.equals_one = true};
+  std::string unit = compile(facts);
+  EXPECT_NE(unit.find("ld.global.v4.b32"), std::string::npos) << "col_stride == 1, n % 16 == 0: runs of 4 stay";
+  EXPECT_NE(unit.find("st.global.v4.b32"), std::string::npos);
+  facts[2].divisible_by_16 = false;  // c % n may wrap inside any run
+  EXPECT_EQ(compile(facts).find("ld.global.v4"), std::string::npos);
+}
+
 TEST(Compile, ReductionsUseShufflesAndSharedMemory) {
   const Kernel& kernel = ops::find_kernel("softmax").kernel;
   auto k = compile_to_ptx(*kernel.trace(kernel.constants()), find_target("sm_80"));

@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <numbers>
 #include <optional>
 
 #include "tests/emu/ops_test_util.h"
 #include "tests/error_message.h"
+#include "tests/scoped_env.h"
+#include "tests/temp_directory.h"
 #include "ops/gemm.h"
 
 namespace {
@@ -304,6 +308,27 @@ TEST(Gemm, BothTargetsLowerings) {
   }
   // fp8 needs sm_89's mma; sm_80 multiplies fp8 on the CUDA cores.
   check_gemm(Case{.a = DType::f8e4m3, .b = DType::f8e4m3, .device = "emu:sm_80"}, rng);
+}
+
+TEST(Gemm, RowMajorOperandsLoadSixteenBytesAtATime) {
+  // Unit column strides reach the kernel as arguments; the specialization on them must still
+  // give 16-byte loads of both operand tiles. The dump shows the PTX the kernel was built as
+  // (emu:sm_89: a device no other test of this binary builds gemm for, so it is built here).
+  tilejit::testing_util::TempDirectory dir;
+  tilejit::testing_util::ScopedEnv dump("TILEJIT_DUMP_DIR", dir.path().c_str());
+  Device& device = Device::by_name("emu:sm_89");
+  Host zeros(DType::bf16, 64 * 64);
+  tilejit::ops::gemm(upload(zeros, {64, 64}, device), upload(zeros, {64, 64}, device));
+  std::vector<std::string> ptx;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    if (entry.path().extension() == ".ptx") ptx.push_back(entry.path().string());
+  ASSERT_EQ(ptx.size(), 1u);
+  std::ifstream in(ptx[0]);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(".entry gemm"), std::string::npos);
+  EXPECT_NE(text.find("ld.global.v4.b32"), std::string::npos);
+  EXPECT_EQ(text.find("ld.global.b16"), std::string::npos) << "an operand tile is loaded element by element";
+  EXPECT_EQ(text.find("ld.global.u16"), std::string::npos) << "an operand tile is loaded element by element";
 }
 
 TEST(Gemm, ZeroSizedDimensions) {

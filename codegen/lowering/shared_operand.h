@@ -1,0 +1,44 @@
+// Internal to codegen/lowering: a dot operand tile in shared memory as a swizzled row-major
+// tile (codegen/shared_layout.h), written by the threads that hold it or by asynchronous
+// copies (codegen/lowering/loop_pipeline.cpp), and read with ldmatrix in the fragments of
+// the mma.sync instruction.
+#pragma once
+
+#include <vector>
+
+#include "codegen/lowering/lowering.h"
+#include "codegen/shared_layout.h"
+
+namespace tilejit::codegen::lowering {
+
+class SharedOperand {
+ public:
+  // The tile of `type` (rank 2) at `base` in shared memory.
+  SharedOperand(Lowering& L, const ir::Type& type, llvm::Value* base);
+
+  int64_t bytes() const { return tile_.bytes(); }
+  static int64_t bytes_of(const ir::Type& type);
+
+  // Every thread writes the elements of `v` it holds; runs of registers that are consecutive
+  // along the row (a thread's vector) go out as one store of up to 16 bytes.
+  void store(const ir::Value* v);
+
+  // The A words of instruction (rep_m, rep_k) (ldmatrix.x4).
+  std::vector<llvm::Value*> a_words(const MmaTiling& t, int rep_m, int rep_k);
+  // The B words of instructions (rep_k, rep_n) and, when `pair`, (rep_k, rep_n + 1)
+  // (ldmatrix.x4.trans, x2 without the pair).
+  std::vector<llvm::Value*> b_words(const MmaTiling& t, int rep_k, int rep_n, bool pair);
+
+  // The shared address of byte `col_byte` of `row` (i32 values), swizzled.
+  llvm::Value* address(llvm::Value* row, llvm::Value* col_byte);
+
+ private:
+  std::vector<llvm::Value*> ldmatrix(int matrices, bool transpose, llvm::Value* row_address);
+
+  Lowering& L_;
+  llvm::Value* base_;
+  int element_bytes_;
+  SwizzledTile tile_;
+};
+
+}  // namespace tilejit::codegen::lowering

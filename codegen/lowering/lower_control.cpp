@@ -1,7 +1,9 @@
 // Structured control flow: for loops with loop-carried tiles become a header with one phi
 // per register, if / else becomes a diamond with phis at the join. Carried values and
 // branch results live in the default layout of their shape, except that a loop carries a
-// dot's accumulator in the dot's own layout (no conversion per iteration).
+// dot's accumulator in the dot's own layout (no conversion per iteration). Loads that feed
+// dot are software-pipelined where they qualify (codegen/lowering/loop_pipeline.h).
+#include "codegen/lowering/loop_pipeline.h"
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
@@ -33,6 +35,8 @@ void Lowering::lower_for(const ir::Op& op) {
     layouts.push_back(yielded->type.is_scalar() ? LinearLayout{} : carried_layout(yielded));
     init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
   }
+  std::unique_ptr<LoopPipeline> pipeline = LoopPipeline::plan(*this, op);
+  if (pipeline) pipeline->prologue(lb, ub, step);
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* preheader = b.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx, "for.header", f);
@@ -43,6 +47,11 @@ void Lowering::lower_for(const ir::Op& op) {
   b.SetInsertPoint(header);
   llvm::PHINode* iv = b.CreatePHI(lb->getType(), 2, "iv");
   iv->addIncoming(lb, preheader);
+  llvm::PHINode* stage = nullptr;  // the pipeline's ring slot of this iteration
+  if (pipeline) {
+    stage = b.CreatePHI(b.getInt32Ty(), 2, "stage");
+    stage->addIncoming(const_i32(0), preheader);
+  }
   std::vector<std::vector<llvm::PHINode*>> phis(carried);
   for (size_t i = 0; i < carried; ++i) {
     std::vector<llvm::Value*> regs;
@@ -61,18 +70,22 @@ void Lowering::lower_for(const ir::Op& op) {
 
   b.SetInsertPoint(loop);
   define_scalar(body.args[0], iv);
+  if (pipeline) pipeline->begin_iteration(iv, ub, step, stage);
   enter_region();
   lower_block(body);
   std::vector<std::vector<llvm::Value*>> next;
   for (size_t i = 0; i < carried; ++i) next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
   llvm::Value* iv_next = b.CreateAdd(iv, step, "iv.next", false, true);
+  llvm::Value* stage_next = pipeline ? pipeline->next_stage(stage) : nullptr;
   llvm::BasicBlock* latch = b.GetInsertBlock();
   b.CreateBr(header);
   iv->addIncoming(iv_next, latch);
+  if (stage) stage->addIncoming(stage_next, latch);
   for (size_t i = 0; i < carried; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
   enter_region();
   b.SetInsertPoint(exit);
+  if (pipeline) pipeline->finish();
 }
 
 void Lowering::lower_if(const ir::Op& op) {

@@ -125,17 +125,30 @@ void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
   const unsigned b_param = 4;  // every mma.sync here takes four A words, then two B words
 
   if (t.instr.a_kind != MmaKind::tf32) {
-    bool a_shared = !in_fragment_layout(*this, a, t.a);
-    bool b_shared = t.instr.element_bits == 16 && !in_fragment_layout(*this, bv, t.b);
+    // A loop pipeline may already have copied an operand into shared memory.
+    auto staged = [&](const ir::Value* v) -> llvm::Value* {
+      auto it = staged_operands.find(v);
+      return it == staged_operands.end() ? nullptr : it->second;
+    };
+    llvm::Value* a_staged = staged(a);
+    llvm::Value* b_staged = staged(bv);
+    bool a_shared = a_staged || !in_fragment_layout(*this, a, t.a);
+    bool b_shared = b_staged || (t.instr.element_bits == 16 && !in_fragment_layout(*this, bv, t.b));
     Fragments fa, fb;
     if (a_shared || b_shared) {
-      SharedOperand sa(*this, a, shared_base());
-      SharedOperand sb(*this, bv, b.CreateGEP(b.getInt8Ty(), shared_base(), const_i32(a_shared ? sa.bytes() : 0)));
-      reserve_shared((a_shared ? sa.bytes() : 0) + (b_shared ? sb.bytes() : 0));
-      barrier();  // earlier readers of the scratch space are done
-      if (a_shared) sa.store(a);
-      if (b_shared) sb.store(bv);
-      barrier();
+      bool a_store = a_shared && !a_staged, b_store = b_shared && !b_staged;
+      int64_t a_bytes = a_store ? SharedOperand::bytes_of(a->type) : 0;
+      int64_t b_bytes = b_store ? SharedOperand::bytes_of(bv->type) : 0;
+      SharedOperand sa(*this, a->type, a_staged ? a_staged : shared_base());
+      SharedOperand sb(*this, bv->type,
+                       b_staged ? b_staged : b.CreateGEP(b.getInt8Ty(), shared_base(), const_i32(a_bytes)));
+      if (a_store || b_store) {
+        reserve_shared(a_bytes + b_bytes);
+        barrier();  // earlier readers of the scratch space are done
+        if (a_store) sa.store(a);
+        if (b_store) sb.store(bv);
+        barrier();
+      }
       for (int m = 0; a_shared && m < t.reps_m; ++m)
         for (int k = 0; k < t.reps_k; ++k) fa.push_back(sa.a_words(t, m, k));
       if (b_shared) {

@@ -29,23 +29,23 @@ int64_t layout_vector(const LinearLayout& layout) {
   return n;
 }
 
-// The widest access (in elements) for a memory op on `ptr` in `layout`.
-int64_t access_width(Lowering& L, const ir::Op& op, const LinearLayout& layout, const ir::Value* mask) {
+}  // namespace
+
+int64_t Lowering::access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask) {
   const ir::Value* ptr = op.operands[0];
   int last = layout.rank() - 1;
   int64_t bytes = dtype_storage_bytes(ptr->type.dtype);
-  const AxisInfo& info = L.axis().info(ptr);
+  const AxisInfo& info = axis().info(ptr);
   int64_t v = std::min<int64_t>(layout_vector(layout), 16 / bytes);
   v = std::min(v, info.contiguity[last]);
   v = std::min(v, std::max<int64_t>(1, info.divisibility[last] / bytes));
-  if (mask) v = std::min(v, L.axis().info(mask).constancy[last]);
+  if (mask) v = std::min(v, axis().info(mask).constancy[last]);
   return floor_pow2(std::max<int64_t>(v, 1));
 }
 
-}  // namespace
-
 void Lowering::lower_memory(const ir::Op& op) {
   bool is_load = op.kind == K::load;
+  if (is_load && staged_operands.count(op.result())) return;  // its loop pipeline copies it
   const ir::Value* ptr = op.operands[0];
   const ir::Value* value = is_load ? nullptr : op.operands[1];
   const ir::Value* mask = op.operands.size() > (is_load ? 1u : 2u) ? op.operands[is_load ? 1 : 2] : nullptr;
@@ -65,7 +65,7 @@ void Lowering::lower_memory(const ir::Op& op) {
   std::vector<llvm::Value*> masks = mask ? regs_of(mask) : std::vector<llvm::Value*>{};
   std::vector<llvm::Value*> others = other ? regs_of(other) : std::vector<llvm::Value*>{};
   std::vector<llvm::Value*> values = value ? regs_of(value) : std::vector<llvm::Value*>{};
-  int64_t width = is_scalar ? 1 : access_width(*this, op, layout, mask);
+  int64_t width = is_scalar ? 1 : access_width(op, layout, mask);
   int count = static_cast<int>(ptrs.size());
   std::vector<bool> dup = is_scalar ? std::vector<bool>{false} : layout.duplicate_registers();
   llvm::Value* owner = is_load ? nullptr : owns_data(layout);

@@ -233,7 +233,7 @@ llvm::Value* Lowering::owns_data(const LinearLayout& layout) {
   return eb.CreateAnd(lane_ok, warp_ok);
 }
 
-llvm::Value* Lowering::shared_base() {
+llvm::Value* Lowering::shared_block() {
   if (!shared_) {
     auto* type = llvm::ArrayType::get(b.getInt8Ty(), 0);
     shared_ = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr,
@@ -243,7 +243,12 @@ llvm::Value* Lowering::shared_base() {
   return shared_;
 }
 
-void Lowering::reserve_shared(int64_t bytes) { shared_bytes_ = std::max(shared_bytes_, bytes); }
+llvm::Value* Lowering::shared_base() {
+  return scratch_offset ? b.CreateConstGEP1_64(b.getInt8Ty(), shared_block(), static_cast<uint64_t>(scratch_offset))
+                        : shared_block();
+}
+
+void Lowering::reserve_shared(int64_t bytes) { shared_bytes_ = std::max(shared_bytes_, scratch_offset + bytes); }
 
 void Lowering::barrier() {
   call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});

@@ -81,8 +81,18 @@ class Lowering {
   llvm::Value* warp_id() const { return warp_; }
   llvm::Value* thread_id() const { return tid_; }
 
-  llvm::Value* shared_base();                 // i8 pointer in address space 3
-  void reserve_shared(int64_t bytes);         // scratch space a lowering needs (reused)
+  // Shared memory: scratch space that each lowering that needs it uses between two barriers
+  // (reused), above the buffers of the loop pipelines that are live (scratch_offset).
+  llvm::Value* shared_block();                // the CTA's shared memory: i8 pointer in address space 3
+  llvm::Value* shared_base();                 // the scratch space
+  void reserve_shared(int64_t bytes);         // scratch bytes a lowering needs
+  int64_t scratch_offset = 0;
+  // Dot operands a loop pipeline has copied into shared memory (codegen/lowering/
+  // loop_pipeline.h): the value's tile for this iteration, read from there by the dot.
+  std::map<const ir::Value*, llvm::Value*> staged_operands;
+  // The widest access (in elements) for a load or store on `layout` (contiguity, alignment
+  // and mask constancy allowing).
+  int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
   void barrier();
   llvm::Value* call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* call_libdevice(const std::string& name, llvm::ArrayRef<llvm::Value*> args);
@@ -117,6 +127,7 @@ class Lowering {
   }
 
  private:
+  friend class LoopPipeline;  // lowers a load's address computation for iterations ahead
   void lower_block(const ir::Block& block);
   void lower_op(const ir::Op& op);
   bool rematerializable(const ir::Value* v) const;

@@ -11,7 +11,7 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
   return {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"BLOCK_K", block_k},
-          {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}};
+          {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}, {"num_stages", num_stages}};
 }
 
 int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }
@@ -29,6 +29,11 @@ GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device)
     c.block_n = p.n <= 64 ? 64 : 128;
     c.block_k = bytes == 1 ? 64 : 32;
     c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
+    // Asynchronous copies need sm_80; each stage holds one A and one B tile, and half of the
+    // shared memory is left for the epilogue's conversions and a second CTA.
+    int64_t stage_bytes = (c.block_m + c.block_n) * c.block_k * bytes;
+    if (device.cc_major >= 8)
+      c.num_stages = std::clamp<int64_t>(device.shared_per_block_optin / 2 / stage_bytes, 1, 4);
   }
   // Split K when the output tiles fill less than half of the multiprocessors and every
   // slice keeps at least 8 steps of K.

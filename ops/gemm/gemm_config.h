@@ -1,5 +1,6 @@
 // How a gemm call is tiled: the main kernel's constants. The heuristic picks tiles by operand
-// width and problem size, and splits K when the output tiles alone cannot fill the device.
+// width and problem size, pipelines the operand loads as deep as shared memory allows (up to
+// four stages), and splits K when the output tiles alone cannot fill the device.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@ namespace tilejit::ops::gemm_detail {
 
 struct GemmConfig {
   int64_t block_m = 128, block_n = 128, block_k = 32, group_m = 8, split_k = 1, num_warps = 8;
+  int64_t num_stages = 1;  // operand tiles in flight (cp.async pipelining from 2 on)
 
   std::vector<std::pair<std::string, int64_t>> constants() const;
   int64_t output_tiles(const GemmProblem& p) const;  // per batch

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,20 @@ struct Launch {
 
 enum class ThreadState : uint8_t { runnable, at_barrier, at_warp_sync, exited, aborted };
 
+// One cp.async copy in flight: `bytes` land at `to` when its group is waited for, the first
+// `source_bytes` from `from`, the rest zeros.
+struct AsyncCopy {
+  std::byte* to = nullptr;
+  const std::byte* from = nullptr;
+  int32_t bytes = 0, source_bytes = 0;
+};
+
 struct Thread {
   int tid = 0;
   ThreadState state = ThreadState::runnable;
   void* context = nullptr;  // the fiber's saved context while it is suspended
+  std::vector<AsyncCopy> open_copies;                    // issued since the last commit
+  std::deque<std::vector<AsyncCopy>> committed_copies;   // groups in commit order
 };
 
 // One warp's exchange for its collectives (runtime/emu/warp_sync.h): lanes deposit a value
@@ -78,6 +89,8 @@ void yield_to_scheduler();
 // Checks a shared-memory access of the running thread (flags: codegen::HostAccessFlags):
 // inside the CTA's block, aligned, and, with the race check on, not racing.
 void check_shared(const void* pointer, int64_t bytes, uint32_t flags);
+// The same for global memory: inside an allocation the launch may touch, and aligned.
+void check_global(const void* pointer, int64_t bytes, uint32_t flags);
 
 // Records `message` (prefixed with kernel, block and thread) as the CTA's error and leaves
 // the thread for good: the scheduler never resumes it.

@@ -26,22 +26,6 @@ bool misaligned(uintptr_t address, int64_t bytes) {
 
 std::byte* shared_base() { return current().cta->shared; }
 
-void check_global(const void* pointer, int64_t bytes, uint32_t flags) {
-  const Launch& launch = *current().cta->launch;
-  auto address = reinterpret_cast<uintptr_t>(pointer);
-  if (misaligned(address, bytes))
-    abort_thread(fmt::format("misaligned {}-byte global {} at {:#x}", bytes, access_name(flags), address));
-  if (launch.allocations.find(address, static_cast<size_t>(bytes))) return;
-  std::string where = "no allocation is near";
-  if (const Allocation* a = launch.allocations.nearest(address)) {
-    if (address < a->begin)
-      where = fmt::format("{} bytes before the {}-byte allocation at {:#x}", a->begin - address, a->bytes, a->begin);
-    else
-      where = fmt::format("{} bytes past the start of the {}-byte allocation at {:#x}", address - a->begin, a->bytes, a->begin);
-  }
-  abort_thread(fmt::format("out-of-bounds global {} of {} bytes at {:#x} ({})", access_name(flags), bytes, address, where));
-}
-
 void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
   int tid = current().thread->tid;
   bool write = flags & codegen::kAccessWrite;
@@ -67,6 +51,22 @@ void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
 }
 
 }  // namespace
+
+void check_global(const void* pointer, int64_t bytes, uint32_t flags) {
+  const Launch& launch = *current().cta->launch;
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  if (misaligned(address, bytes))
+    abort_thread(fmt::format("misaligned {}-byte global {} at {:#x}", bytes, access_name(flags), address));
+  if (launch.allocations.find(address, static_cast<size_t>(bytes))) return;
+  std::string where = "no allocation is near";
+  if (const Allocation* a = launch.allocations.nearest(address)) {
+    if (address < a->begin)
+      where = fmt::format("{} bytes before the {}-byte allocation at {:#x}", a->begin - address, a->bytes, a->begin);
+    else
+      where = fmt::format("{} bytes past the start of the {}-byte allocation at {:#x}", address - a->begin, a->bytes, a->begin);
+  }
+  abort_thread(fmt::format("out-of-bounds global {} of {} bytes at {:#x} ({})", access_name(flags), bytes, address, where));
+}
 
 void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
   Cta& cta = *current().cta;

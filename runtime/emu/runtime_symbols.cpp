@@ -11,6 +11,7 @@ codegen::HostSymbols runtime_symbols() {
   add_bf16_symbols(out);
   add_mma_symbols(out);
   add_ldmatrix_symbols(out);
+  add_async_copy_symbols(out);
   return out;
 }
 

@@ -15,5 +15,6 @@ void add_printf_symbols(codegen::HostSymbols& out);  // vprintf
 void add_bf16_symbols(codegen::HostSymbols& out);    // bf16 conversions as the GPU rounds them
 void add_mma_symbols(codegen::HostSymbols& out);     // mma.sync, tf32 conversion
 void add_ldmatrix_symbols(codegen::HostSymbols& out);  // ldmatrix
+void add_async_copy_symbols(codegen::HostSymbols& out);  // cp.async and its groups
 
 }  // namespace tilejit::emu

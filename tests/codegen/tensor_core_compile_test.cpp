@@ -70,5 +70,37 @@ TEST(TensorCoreCompile, EveryPairingUsesItsInstructionAndAssemblesWithoutSpills)
     }
 }
 
+TEST(TensorCoreCompile, PipelinedOperandsAreCopiedAsynchronously) {
+  // 3 stages: the prologue issues two K steps, each iteration waits until one group is
+  // pending and issues one more. 64x32 A and 32x64 B tiles of 16-bit elements are 256
+  // 16-byte rows each, two per thread of 4 warps: 4 copies per K step. The loads that
+  // qualify (pointer and mask from the induction variable, zero where masked) are tiles
+  // whose rows are aligned: M, N, K multiples of 16.
+  for (const Case& c : kCases) {
+    if (c.precision != 0 || c.a == DType::f32) continue;  // tf32 operands go through registers
+    for (const char* arch : {"sm_80", "sm_89", "sm_90a"}) {
+      dsl::Kernel kernel = c.kernel();
+      SCOPED_TRACE(kernel.name() + " " + arch);
+      auto fn = kernel.trace(kernel.constants({{"num_stages", 3}}), kernel.aligned_facts());
+      CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+      auto instr = select_mma(c.a, c.b, find_target(arch));
+      if (!instr) {
+        EXPECT_EQ(count(k.ptx, "cp.async"), 0u) << "no tensor cores, no pipeline";
+        continue;
+      }
+      // 8-bit B operands reach the tensor cores through registers: only A is staged.
+      int64_t element_bytes = instr->element_bits / 8;
+      int64_t staged_bytes = 64 * 32 * element_bytes * (element_bytes == 2 ? 2 : 1);
+      size_t copies_per_step = static_cast<size_t>(staged_bytes / 16 / 128);
+      EXPECT_EQ(count(k.ptx, "cp.async.cg.shared.global"), 3 * copies_per_step) << "two prologue steps, one in the loop";
+      EXPECT_EQ(count(k.ptx, "cp.async.commit_group"), 3u);
+      EXPECT_EQ(count(k.ptx, "cp.async.wait_group \t1;"), 1u);
+      EXPECT_EQ(count(k.ptx, "cp.async.wait_all"), 1u);
+      EXPECT_GE(k.shared_bytes, 3 * staged_bytes);
+      expect_ptxas_accepts(k, true);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tilejit::codegen

@@ -17,6 +17,7 @@ struct TensorCoreCase {
   int64_t block_m, block_n, block_k;
   int warps;
   int64_t m, n, k;  // the problem
+  int stages = 1;   // num_stages: from 2 on, operand loads are pipelined through cp.async where they qualify
 };
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
@@ -25,7 +26,7 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
   if (c.a == DType::f32) name += std::string("_") + precisions[c.precision];
   return name + "_tile" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) +
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-         std::to_string(c.k);
+         std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -59,7 +60,7 @@ void run_tensor_core_case(const TensorCoreCase& c, const Host& a, const Host& b,
   Dim3 grid{static_cast<uint32_t>((c.m + c.block_m - 1) / c.block_m), static_cast<uint32_t>((c.n + c.block_n - 1) / c.block_n),
             1};
   bind(kernel, {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"PRECISION", c.precision},
-                {"num_warps", c.warps}})
+                {"num_warps", c.warps}, {"num_stages", c.stages}})
       .launch(device.default_stream(), grid, upload(a, {}, device), upload(b, {}, device), out, int32_t(c.m),
               int32_t(c.n), int32_t(c.k));
 }

@@ -1,5 +1,6 @@
 // The tensor-core GEMM swept over tile shapes and warp counts, for each operand pairing on
-// sm_80, sm_89 and sm_90a (label slow: hundreds of kernels through the emulator).
+// sm_80, sm_89 and sm_90a, unpipelined and pipelined (label slow: hundreds of kernels
+// through the emulator).
 #include <gtest/gtest.h>
 
 #include "tensor_core_check.h"
@@ -34,6 +35,14 @@ std::vector<TensorCoreCase> sweep() {
           int64_t bk = o.min_k * k_steps;
           out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, bk, t.warps, t.m + 3, 2 * t.n - 5, 3 * bk - 1});
         }
+  // Pipelined (cp.async) with 2 and 4 stages: multiples of 16 so that rows are aligned, a
+  // partial last K step, M and N edges; small tiles exercise copies narrower than 16 bytes.
+  for (const char* arch : {"sm_80", "sm_89", "sm_90a"})
+    for (const Operands& o : operands)
+      for (const Tile& t : tiles)
+        for (int stages : {2, 4})
+          out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, o.min_k, t.warps, t.m + 16, 2 * t.n + 16,
+                         5 * o.min_k + 16, stages});
   return out;
 }
 

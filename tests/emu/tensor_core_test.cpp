@@ -36,7 +36,16 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{f16, f16, "sm_90a", 0, 16, 64, 16, 4, 20, 64, 33},
         TensorCoreCase{f32, f32, "sm_90a", 1, 32, 32, 8, 4, 40, 40, 20},  // ieee: the CUDA cores
         TensorCoreCase{i8, i8, "sm_90a", 0, 32, 32, 32, 4, 32, 40, 33},
-        TensorCoreCase{e4m3, e4m3, "sm_90a", 0, 64, 64, 32, 4, 64, 64, 64}),
+        TensorCoreCase{e4m3, e4m3, "sm_90a", 0, 64, 64, 32, 4, 64, 64, 64},
+        // Pipelined through cp.async (M, N, K multiples of 16, so rows are 16-byte aligned):
+        // a partial last K step, fewer K steps than stages, one K step, and M, N edges.
+        TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 80, 160, 3},
+        TensorCoreCase{f16, f16, "sm_80", 0, 64, 64, 64, 4, 64, 64, 80, 2},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 128, 64, 32, 8, 130, 64, 48, 4},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 32, 32, 32, 4, 48, 48, 32, 3},
+        TensorCoreCase{i8, i8, "sm_80", 0, 64, 64, 64, 4, 64, 80, 208, 3},
+        TensorCoreCase{e4m3, e5m2, "sm_89", 0, 64, 32, 64, 4, 64, 64, 192, 3},
+        TensorCoreCase{f32, f32, "sm_90a", 2, 32, 32, 16, 4, 32, 32, 64, 3}),  // tf32: not staged
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

@@ -310,9 +310,9 @@ TEST(Gemm, BothTargetsLowerings) {
   check_gemm(Case{.a = DType::f8e4m3, .b = DType::f8e4m3, .device = "emu:sm_80"}, rng);
 }
 
-TEST(Gemm, RowMajorOperandsLoadSixteenBytesAtATime) {
+TEST(Gemm, RowMajorOperandsAreCopiedSixteenBytesAtATime) {
   // Unit column strides reach the kernel as arguments; the specialization on them must still
-  // give 16-byte loads of both operand tiles. The dump shows the PTX the kernel was built as
+  // give 16-byte accesses to both operand tiles: asynchronous copies into a pipeline on sm_80+. The dump shows the PTX the kernel was built as
   // (emu:sm_89: a device no other test of this binary builds gemm for, so it is built here).
   tilejit::testing_util::TempDirectory dir;
   tilejit::testing_util::ScopedEnv dump("TILEJIT_DUMP_DIR", dir.path().c_str());
@@ -326,7 +326,9 @@ TEST(Gemm, RowMajorOperandsLoadSixteenBytesAtATime) {
   std::ifstream in(ptx[0]);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find(".entry gemm"), std::string::npos);
-  EXPECT_NE(text.find("ld.global.v4.b32"), std::string::npos);
+  EXPECT_NE(text.find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_NE(text.find("cp.async.wait_group"), std::string::npos);
+  EXPECT_EQ(text.find("cp.async.ca"), std::string::npos) << "copies narrower than 16 bytes";
   EXPECT_EQ(text.find("ld.global.b16"), std::string::npos) << "an operand tile is loaded element by element";
   EXPECT_EQ(text.find("ld.global.u16"), std::string::npos) << "an operand tile is loaded element by element";
 }

@@ -1,0 +1,214 @@
+#include "codegen/lowering/loop_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include "codegen/lowering/shared_operand.h"
+
+namespace tilejit::codegen::lowering {
+
+namespace {
+
+using K = ir::OpKind;
+
+constexpr int64_t kRingAlignment = 128;  // the swizzle repeats every 128-byte line
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Ops that compute without side effects and without shared memory: safe to lower again for
+// an iteration ahead.
+bool recomputable(K kind) {
+  switch (kind) {
+    case K::constant:
+    case K::program_id:
+    case K::num_programs:
+    case K::arange:
+    case K::splat:
+    case K::broadcast:
+    case K::expand_dims:
+    case K::cmp:
+    case K::fma:
+    case K::select:
+    case K::cast:
+    case K::bitcast:
+    case K::addptr: return true;
+    default: return ir::is_elementwise_binary(kind) || ir::is_elementwise_unary(kind);
+  }
+}
+
+// Adds the body's ops that `v` depends on to `slice`; false when `v` depends on a loop-carried
+// value or on an op that cannot be lowered again.
+bool collect_slice(const ir::Block& body, const ir::Value* v, std::set<const ir::Op*>& slice) {
+  if (v == body.args[0] || v->owner != &body) return true;  // the induction variable, or from outside
+  const ir::Op* op = v->def;
+  if (!op || !recomputable(op->kind)) return false;
+  if (!slice.insert(op).second) return true;
+  return std::all_of(op->operands.begin(), op->operands.end(),
+                     [&](const ir::Value* o) { return collect_slice(body, o, slice); });
+}
+
+// A constant +0 (all bits zero), splat or broadcast: what the copies' zero-fill gives.
+bool is_zero(const ir::Value* v) {
+  const ir::Op* op = v->def;
+  if (!op) return false;
+  if (op->kind == K::splat || op->kind == K::broadcast) return is_zero(op->operands[0]);
+  if (op->kind != K::constant) return false;
+  const ir::AttrValue& value = op->attr("value");
+  if (const auto* i = std::get_if<int64_t>(&value)) return *i == 0;
+  const auto* d = std::get_if<double>(&value);
+  return d && *d == 0 && !std::signbit(*d);
+}
+
+std::map<const ir::Value*, int> count_uses(const ir::Block& block) {
+  std::map<const ir::Value*, int> uses;
+  ir::walk(block, [&](const ir::Op& op) {
+    for (const ir::Value* v : op.operands) ++uses[v];
+  });
+  return uses;
+}
+
+// True when `v`'s one use is an operand of a dot in `body` that reads it through shared memory.
+bool feeds_dot_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v, int uses) {
+  if (uses != 1) return false;
+  for (const auto& op : body.ops) {
+    if (op->kind != K::dot) continue;
+    int operand = op->operands[0] == v ? 0 : op->operands[1] == v ? 1 : -1;
+    if (operand < 0) continue;
+    std::optional<MmaTiling> t = L.dot_tiling(*op);
+    // tf32 operands and 8-bit B operands go to the tensor cores through registers.
+    return t && t->instr.a_kind != MmaKind::tf32 && (operand == 0 || t->instr.element_bits == 16);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop) {
+  if (L.fn.num_stages < 2 || L.target.compute_capability < 80) return nullptr;
+  const ir::Block& body = loop.region(0);
+  std::map<const ir::Value*, int> uses = count_uses(L.fn.body);
+  std::vector<Staged> staged;
+  for (const auto& op : body.ops) {
+    // Only loads whose masked-off elements are zero: the copies zero-fill.
+    if (op->kind != K::load || op->result()->type.rank() != 2) continue;
+    if (op->operands.size() > 2 && !is_zero(op->operands[2])) continue;
+    if (!feeds_dot_through_shared(L, body, op->result(), uses[op->result()])) continue;
+    std::set<const ir::Op*> slice;
+    if (!collect_slice(body, op->operands[0], slice)) continue;
+    if (op->operands.size() > 1 && !collect_slice(body, op->operands[1], slice)) continue;
+    const ir::Type& type = op->result()->type;
+    const ir::Value* mask = op->operands.size() > 1 ? op->operands[1] : nullptr;
+    int64_t width = L.access_width(*op, L.default_layout(type.shape), mask);
+    if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
+    Staged s{op.get(), {}, width};
+    for (const auto& body_op : body.ops)
+      if (slice.count(body_op.get())) s.slice.push_back(body_op.get());
+    staged.push_back(std::move(s));
+  }
+  if (staged.empty()) return nullptr;
+  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged)));
+}
+
+LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged)
+    : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages) {}
+
+void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
+  auto& b = L_.b;
+  saved_scratch_offset_ = L_.scratch_offset;
+  int64_t end = align_up(L_.scratch_offset, kRingAlignment);
+  for (Staged& s : staged_) {
+    s.offset = end;
+    s.tile_bytes = SharedOperand::bytes_of(s.load->result()->type);
+    end = align_up(end + stages_ * s.tile_bytes, kRingAlignment);
+  }
+  L_.scratch_offset = end;
+  L_.reserve_shared(0);
+  L_.barrier();  // the rings overlay scratch space that earlier lowerings may still be reading
+  for (int s = 0; s < stages_ - 1; ++s) {
+    llvm::Value* iv = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), s)));
+    issue(iv, b.CreateICmpSLT(iv, ub), L_.const_i32(s));
+    commit();
+  }
+}
+
+void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* stage) {
+  auto& b = L_.b;
+  L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2))});
+  L_.barrier();
+  llvm::Value* refill = b.CreateSelect(b.CreateICmpEQ(stage, L_.const_i32(0)), L_.const_i32(stages_ - 1),
+                                       b.CreateSub(stage, L_.const_i32(1)));
+  llvm::Value* ahead = b.CreateAdd(iv, b.CreateMul(step, llvm::ConstantInt::get(iv->getType(), stages_ - 1)));
+  issue(ahead, b.CreateICmpSLT(ahead, ub), refill);
+  commit();
+  for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
+}
+
+llvm::Value* LoopPipeline::next_stage(llvm::Value* stage) {
+  auto& b = L_.b;
+  return b.CreateSelect(b.CreateICmpEQ(stage, L_.const_i32(stages_ - 1)), L_.const_i32(0),
+                        b.CreateAdd(stage, L_.const_i32(1)));
+}
+
+void LoopPipeline::finish() {
+  L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+  L_.barrier();
+  for (const Staged& s : staged_) L_.staged_operands.erase(s.load->result());
+  L_.scratch_offset = saved_scratch_offset_;
+}
+
+llvm::Value* LoopPipeline::tile(const Staged& s, llvm::Value* slot) {
+  auto& b = L_.b;
+  llvm::Value* offset = b.CreateAdd(L_.const_i32(s.offset), b.CreateMul(slot, L_.const_i32(s.tile_bytes)));
+  return b.CreateGEP(b.getInt8Ty(), L_.shared_block(), offset);
+}
+
+void LoopPipeline::commit() { L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); }
+
+void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot) {
+  auto& b = L_.b;
+  const ir::Value* iv_arg = loop_.region(0).args[0];
+  // The prologue runs before the loop defines its induction variable.
+  std::optional<Regs> current;
+  if (L_.home_.count(iv_arg)) current = L_.home(iv_arg);
+  L_.define_scalar(iv_arg, iv);
+  for (const Staged& s : staged_) {
+    L_.enter_region();
+    for (const ir::Op* op : s.slice) L_.lower_op(*op);
+    const ir::Op& load = *s.load;
+    const ir::Type& type = load.result()->type;
+    LinearLayout layout = L_.default_layout(type.shape);
+    std::vector<llvm::Value*> ptrs = L_.in_layout(load.operands[0], layout);
+    std::vector<llvm::Value*> masks;
+    if (load.operands.size() > 1) masks = L_.in_layout(load.operands[1], layout);
+    SharedOperand dst(L_, type, tile(s, slot));
+    int64_t element_bytes = dtype_storage_bytes(type.dtype), bytes = s.width * element_bytes;
+    // .cg (L2 only) for whole 16-byte lines; smaller copies must go through L1 (.ca).
+    llvm::Intrinsic::ID copy = bytes == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+                               : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                                            : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
+    std::vector<bool> duplicate = layout.duplicate_registers();
+    auto copy_registers = [&] {
+      for (int r = 0; r < layout.num_regs(); r += static_cast<int>(s.width)) {
+        if (duplicate[static_cast<size_t>(r)]) continue;
+        std::vector<llvm::Value*> c = L_.coords(layout, r);
+        llvm::Value* wanted = masks.empty() ? in_range : b.CreateAnd(in_range, masks[static_cast<size_t>(r)]);
+        llvm::Value* size = b.CreateSelect(wanted, L_.const_i32(bytes), L_.const_i32(0));
+        llvm::Value* to = dst.address(c[0], b.CreateMul(c[1], L_.const_i32(element_bytes)));
+        L_.call_intrinsic(copy, {}, {to, ptrs[static_cast<size_t>(r)], size});
+      }
+    };
+    // Threads that hold copies of another thread's elements leave the copy to it.
+    if (layout.replicated_lane_mask() || layout.replicated_warp_mask()) L_.emit_if(L_.owns_data(layout), "cp.async.owner", copy_registers);
+    else copy_registers();
+  }
+  if (current) L_.define(iv_arg, *current);
+  L_.enter_region();
+}
+
+}  // namespace tilejit::codegen::lowering

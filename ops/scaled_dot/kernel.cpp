@@ -65,19 +65,12 @@ struct KernelSpec {
   }
 };
 
-// Which of a 2-D view's dims has stride 1 (1: the first, 2: the second, 0: neither): the
-// kernel then adds that index as is, so the loads along it are known to be contiguous.
-int64_t unit_dim(int64_t first_stride, int64_t second_stride) {
-  return second_stride == 1 ? 2 : first_stride == 1 ? 1 : 0;
-}
-
 Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& params) {
   return define_op_kernel(
-      "scaled_dot", params, {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"LHS_UNIT", 0}, {"RHS_UNIT", 0}},
+      "scaled_dot", params, {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}},
       [spec, params](const Constants& c, std::span<const Tile> tiles) {
         NamedTiles arg(params, tiles);
         const int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"];
-        const int64_t lhs_unit = c["LHS_UNIT"], rhs_unit = c["RHS_UNIT"];
         auto index = [&](const Tile& t) { return cast(t, spec.index); };
         const Tile &M = arg["M"], &N = arg["N"], &K = arg["K"];
 
@@ -90,17 +83,18 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         Tile row_ok = expand_dims(rows < M, 1);                                // (BLOCK_M, 1)
         Tile col_ok = expand_dims(cols < N, 0);                                // (1, BLOCK_N)
 
-        auto term = [](const Tile& i, const Tile& stride, bool unit) { return unit ? i : i * stride; };
-        Tile a_ptrs = arg["lhs"] + batch * arg["lhs_sb"] + term(expand_dims(rows, 1), arg["lhs_sm"], lhs_unit == 1) +
-                      term(expand_dims(ks, 0), arg["lhs_sk"], lhs_unit == 2);  // (BLOCK_M, BLOCK_K)
-        Tile b_ptrs = arg["rhs"] + batch * arg["rhs_sb"] + term(expand_dims(ks, 1), arg["rhs_sk"], rhs_unit == 1) +
-                      term(expand_dims(cols, 0), arg["rhs_sn"], rhs_unit == 2);  // (BLOCK_K, BLOCK_N)
+        // Unit strides arrive as arguments equal to 1, which the specialization folds: the
+        // loads along them are contiguous.
+        Tile a_ptrs = arg["lhs"] + batch * arg["lhs_sb"] + expand_dims(rows, 1) * arg["lhs_sm"] +
+                      expand_dims(ks, 0) * arg["lhs_sk"];  // (BLOCK_M, BLOCK_K)
+        Tile b_ptrs = arg["rhs"] + batch * arg["rhs_sb"] + expand_dims(ks, 1) * arg["rhs_sk"] +
+                      expand_dims(cols, 0) * arg["rhs_sn"];  // (BLOCK_K, BLOCK_N)
         // The operand tiles at K offset k.
         auto a_tile = [&](const Tile& k, const Tile& mask) {
-          return load(a_ptrs + term(k, arg["lhs_sk"], lhs_unit == 2), mask);  // (BLOCK_M, BLOCK_K)
+          return load(a_ptrs + k * arg["lhs_sk"], mask);  // (BLOCK_M, BLOCK_K)
         };
         auto b_tile = [&](const Tile& k, const Tile& mask) {
-          return load(b_ptrs + term(k, arg["rhs_sk"], rhs_unit == 1), mask);  // (BLOCK_K, BLOCK_N)
+          return load(b_ptrs + k * arg["rhs_sk"], mask);  // (BLOCK_K, BLOCK_N)
         };
         auto for_dot = [&](const Tile& t) { return spec.compute ? cast(t, *spec.compute) : t; };
         Tile ls_base = spec.lhs_scale ? arg["lhs_scale"] + batch * arg["ls_sb"] : Tile();
@@ -254,8 +248,6 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
       .with({{"BLOCK_M", plan.block_m},
              {"BLOCK_N", plan.block_n},
              {"BLOCK_K", plan.block_k},
-             {"LHS_UNIT", unit_dim(a.stride[1], a.stride[2])},
-             {"RHS_UNIT", unit_dim(b.stride[1], b.stride[2])},
              {"num_warps", plan.num_warps}})
       .launch_args(stream, LaunchDims{{static_cast<uint32_t>(programs), 1, 1}, {}}, args.values());
 }

@@ -1,7 +1,9 @@
 // A tiled GEMM written in the DSL for every operand pairing the tensor cores take, for the
 // tests of the tensor-core lowering (PTX and ptxas in tests/codegen, numerics in the
 // emulator in tests/emu): C (M, N) = A (M, K) @ B (K, N), all row-major, any M, N, K
-// (masked edges), accumulated over a K loop.
+// (masked edges), accumulated over a K loop. With B_TRANSPOSED, B is stored as (N, K)
+// row-major (the layout of a linear layer's weight) and the kernel multiplies by its trans;
+// with A_TRANSPOSED, A is stored as (K, M).
 #pragma once
 
 #include <string>
@@ -11,14 +13,15 @@
 namespace tilejit::testing_kernels {
 
 // Constants: BLOCK_M, BLOCK_N, BLOCK_K, PRECISION (dsl::Precision of f32 operands:
-// 0 tf32, 1 ieee, 2 tf32x3). Parameters: a, b, c, M, N, K.
+// 0 tf32, 1 ieee, 2 tf32x3), A_TRANSPOSED and B_TRANSPOSED (0 or 1). Parameters: a, b, c,
+// M, N, K.
 template <DType DA, DType DB>
 dsl::Kernel tensor_core_gemm() {
   using namespace tilejit::dsl;
   constexpr DType ACC = DA == DType::i8 ? DType::i32 : DType::f32;
   return define_kernel(
       "tc_gemm_" + std::string(dtype_name(DA)) + "_" + std::string(dtype_name(DB)), {"a", "b", "c", "M", "N", "K"},
-      {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"PRECISION", 0}},
+      {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"PRECISION", 0}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}},
       [](const Constants& c, Ptr<DA> a, Ptr<DB> b, Ptr<ACC> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"];
         auto precision = static_cast<Precision>(c["PRECISION"]);
@@ -26,10 +29,16 @@ dsl::Kernel tensor_core_gemm() {
         Tile cols = program_id(1) * bn + arange(0, bn);  // (BLOCK_N)
         Tile ks = arange(0, bk);                         // (BLOCK_K)
         Tile acc = for_range(0, K, bk, zeros({bm, bn}, ACC), [&](Tile k, Tile acc) {
-          Tile a_tile = load(a + expand_dims(rows, 1) * K + expand_dims(ks + k, 0),
-                             expand_dims(rows < M, 1) && expand_dims(ks + k < K, 0));  // (BLOCK_M, BLOCK_K)
-          Tile b_tile = load(b + expand_dims(ks + k, 1) * N + expand_dims(cols, 0),
-                             expand_dims(ks + k < K, 1) && expand_dims(cols < N, 0));  // (BLOCK_K, BLOCK_N)
+          Tile a_tile = c["A_TRANSPOSED"]
+                            ? trans(load(a + expand_dims(ks + k, 1) * M + expand_dims(rows, 0),
+                                         expand_dims(ks + k < K, 1) && expand_dims(rows < M, 0)))  // of (BLOCK_K, BLOCK_M)
+                            : load(a + expand_dims(rows, 1) * K + expand_dims(ks + k, 0),
+                                   expand_dims(rows < M, 1) && expand_dims(ks + k < K, 0));  // (BLOCK_M, BLOCK_K)
+          Tile b_tile = c["B_TRANSPOSED"]
+                            ? trans(load(b + expand_dims(cols, 1) * K + expand_dims(ks + k, 0),
+                                         expand_dims(cols < N, 1) && expand_dims(ks + k < K, 0)))  // of (BLOCK_N, BLOCK_K)
+                            : load(b + expand_dims(ks + k, 1) * N + expand_dims(cols, 0),
+                                   expand_dims(ks + k < K, 1) && expand_dims(cols < N, 0));  // (BLOCK_K, BLOCK_N)
           return dot(a_tile, b_tile, acc, precision);                                 // (BLOCK_M, BLOCK_N)
         });
         store(out + expand_dims(rows, 1) * N + expand_dims(cols, 0), acc,

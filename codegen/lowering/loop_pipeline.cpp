@@ -73,18 +73,32 @@ std::map<const ir::Value*, int> count_uses(const ir::Block& block) {
   return uses;
 }
 
-// True when `v`'s one use is an operand of a dot in `body` that reads it through shared memory.
-bool feeds_dot_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v, int uses) {
-  if (uses != 1) return false;
-  for (const auto& op : body.ops) {
-    if (op->kind != K::dot) continue;
-    int operand = op->operands[0] == v ? 0 : op->operands[1] == v ? 1 : -1;
-    if (operand < 0) continue;
-    std::optional<MmaTiling> t = L.dot_tiling(*op);
-    // tf32 operands and 8-bit B operands go to the tensor cores through registers.
-    return t && t->instr.a_kind != MmaKind::tf32 && (operand == 0 || t->instr.element_bits == 16);
+// The op of `body` that uses `v` (its only use), or null.
+const ir::Op* only_user(const ir::Block& body, const ir::Value* v, std::map<const ir::Value*, int>& uses) {
+  if (uses[v] != 1) return nullptr;
+  for (const auto& op : body.ops)
+    if (std::find(op->operands.begin(), op->operands.end(), v) != op->operands.end()) return op.get();
+  return nullptr;
+}
+
+// True when `v`'s one use is an operand of a dot in `body` that reads it through shared
+// memory: A, B, or B as trans(v).
+bool feeds_dot_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v,
+                              std::map<const ir::Value*, int>& uses) {
+  const ir::Op* user = only_user(body, v, uses);
+  const ir::Value* operand = v;
+  bool transposed = user && user->kind == K::trans && transposed_dot_operand(user->result()) == v;
+  if (transposed) {
+    operand = user->result();
+    user = only_user(body, operand, uses);
   }
-  return false;
+  if (!user || user->kind != K::dot) return false;
+  int index = user->operands[0] == operand ? 0 : user->operands[1] == operand ? 1 : -1;
+  std::optional<MmaTiling> t = L.dot_tiling(*user);
+  if (!t || t->instr.a_kind == MmaKind::tf32 || index < 0) return false;  // tf32 goes through registers
+  // ldmatrix transposes only 16-bit elements: 8-bit A must be (M, K), 8-bit B (N, K).
+  if (index == 0) return !transposed || t->instr.element_bits == 16;
+  return transposed || t->instr.element_bits == 16;
 }
 
 }  // namespace
@@ -98,7 +112,7 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     // Only loads whose masked-off elements are zero: the copies zero-fill.
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
     if (op->operands.size() > 2 && !is_zero(op->operands[2])) continue;
-    if (!feeds_dot_through_shared(L, body, op->result(), uses[op->result()])) continue;
+    if (!feeds_dot_through_shared(L, body, op->result(), uses)) continue;
     std::set<const ir::Op*> slice;
     if (!collect_slice(body, op->operands[0], slice)) continue;
     if (op->operands.size() > 1 && !collect_slice(body, op->operands[1], slice)) continue;

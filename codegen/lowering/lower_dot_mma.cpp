@@ -102,6 +102,7 @@ class MmaEmitter {
 };
 
 bool in_fragment_layout(Lowering& L, const ir::Value* v, const LinearLayout& fragment_layout) {
+  if (L.staged_operands.count(v)) return false;
   return L.home(v).layout == fragment_layout || register_map(L.home(v).layout, fragment_layout).has_value();
 }
 
@@ -113,6 +114,12 @@ Fragments as_word_type(Lowering& L, Fragments f, llvm::Type* word_type) {
 }
 
 }  // namespace
+
+const ir::Value* transposed_dot_operand(const ir::Value* v) {
+  const ir::Op* op = v->def;
+  if (!op || op->kind != ir::OpKind::trans || op->operands[0]->type.rank() != 2) return nullptr;
+  return op->operands[0];
+}
 
 void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
   const ir::Value* a = op.operands[0];
@@ -130,33 +137,40 @@ void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
       auto it = staged_operands.find(v);
       return it == staged_operands.end() ? nullptr : it->second;
     };
-    llvm::Value* a_staged = staged(a);
-    llvm::Value* b_staged = staged(bv);
+    // B given as trans(x) with x (N, K) goes to shared memory as x, K-contiguous rows that
+    // ldmatrix turns into B fragments directly, for 8-bit elements too.
+    const ir::Value* bt = transposed_dot_operand(bv);
+    // A given as trans(x) with x (K, M) likewise, through ldmatrix.trans (16-bit elements).
+    const ir::Value* at = t.instr.element_bits == 16 ? transposed_dot_operand(a) : nullptr;
+    const ir::Value* a_held = at ? at : a;  // what the shared A tile holds
+    llvm::Value* a_staged = staged(a_held);
+    llvm::Value* b_staged = staged(bt ? bt : bv);
     bool a_shared = a_staged || !in_fragment_layout(*this, a, t.a);
-    bool b_shared = b_staged || (t.instr.element_bits == 16 && !in_fragment_layout(*this, bv, t.b));
+    bool b_shared = b_staged || ((bt || t.instr.element_bits == 16) && !in_fragment_layout(*this, bv, t.b));
+    const ir::Value* b_held = bt ? bt : bv;  // what the shared B tile holds
     Fragments fa, fb;
     if (a_shared || b_shared) {
       bool a_store = a_shared && !a_staged, b_store = b_shared && !b_staged;
-      int64_t a_bytes = a_store ? SharedOperand::bytes_of(a->type) : 0;
-      int64_t b_bytes = b_store ? SharedOperand::bytes_of(bv->type) : 0;
-      SharedOperand sa(*this, a->type, a_staged ? a_staged : shared_base());
-      SharedOperand sb(*this, bv->type,
+      int64_t a_bytes = a_store ? SharedOperand::bytes_of(a_held->type) : 0;
+      int64_t b_bytes = b_store ? SharedOperand::bytes_of(b_held->type) : 0;
+      SharedOperand sa(*this, a_held->type, a_staged ? a_staged : shared_base());
+      SharedOperand sb(*this, b_held->type,
                        b_staged ? b_staged : b.CreateGEP(b.getInt8Ty(), shared_base(), const_i32(a_bytes)));
       if (a_store || b_store) {
         reserve_shared(a_bytes + b_bytes);
         barrier();  // earlier readers of the scratch space are done
-        if (a_store) sa.store(a);
-        if (b_store) sb.store(bv);
+        if (a_store) sa.store(a_held);
+        if (b_store) sb.store(b_held);
         barrier();
       }
       for (int m = 0; a_shared && m < t.reps_m; ++m)
-        for (int k = 0; k < t.reps_k; ++k) fa.push_back(sa.a_words(t, m, k));
+        for (int k = 0; k < t.reps_k; ++k) fa.push_back(at ? sa.a_words_transposed(t, m, k) : sa.a_words(t, m, k));
       if (b_shared) {
         fb.resize(static_cast<size_t>(t.reps_n * t.reps_k));
         for (int k = 0; k < t.reps_k; ++k)
           for (int n = 0; n < t.reps_n; n += 2) {
             bool pair = n + 1 < t.reps_n;
-            std::vector<llvm::Value*> words = sb.b_words(t, k, n, pair);
+            std::vector<llvm::Value*> words = bt ? sb.b_words_transposed(t, k, n, pair) : sb.b_words(t, k, n, pair);
             fb[static_cast<size_t>(n * t.reps_k + k)] = {words[0], words[1]};
             if (pair) fb[static_cast<size_t>((n + 1) * t.reps_k + k)] = {words[2], words[3]};
           }

@@ -79,6 +79,7 @@ void Lowering::lower_shape_op(const ir::Op& op) {
       return;
     }
     case K::trans: {
+      if (staged_operands.count(in)) return;  // a dot reads the staged tile itself
       const Regs& r = home(in);
       define(result, Regs{r.layout.permute(op.attr_ints("perm")), r.values});
       return;

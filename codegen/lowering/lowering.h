@@ -171,6 +171,10 @@ class Lowering {
   int min_memory_bytes_ = 4;
 };
 
+// x when a dot operand `v` is trans(x) of a matrix x (B as (N, K), A as (K, M)): the
+// tensor-core lowering reads x's rows from shared memory as they are. Null otherwise.
+const ir::Value* transposed_dot_operand(const ir::Value* v);
+
 // Scalar arithmetic used by several lowerings.
 llvm::Value* emit_binary(Lowering& L, ir::OpKind kind, DType dtype, llvm::Value* a, llvm::Value* b);
 llvm::Value* emit_compare(Lowering& L, const std::string& predicate, DType dtype, llvm::Value* a, llvm::Value* b);

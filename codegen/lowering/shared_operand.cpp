@@ -50,6 +50,21 @@ std::vector<llvm::Value*> SharedOperand::a_words(const MmaTiling& t, int rep_m, 
   return ldmatrix(4, false, address(row, col));
 }
 
+// Lanes 8j..8j+7 give the K rows 8(j/2)..+7 of the step at M columns 8(j%2)..+7 of the block:
+// matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of the fragment.
+std::vector<llvm::Value*> SharedOperand::a_words_transposed(const MmaTiling& t, int rep_m, int rep_k) {
+  auto& b = L_.b;
+  llvm::Value* lane = L_.lane_id();
+  llvm::Value* wm = b.CreateAnd(L_.warp_id(), L_.const_i32(t.warps_m - 1));
+  llvm::Value* k = b.CreateAdd(L_.const_i32(rep_k * t.instr.k),
+                               b.CreateAdd(b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(8)),
+                                           b.CreateAnd(lane, L_.const_i32(7))));
+  llvm::Value* m = b.CreateAdd(b.CreateMul(b.CreateAdd(wm, L_.const_i32(t.warps_m * rep_m)), L_.const_i32(16)),
+                               b.CreateMul(b.CreateAnd(b.CreateLShr(lane, L_.const_i32(3)), L_.const_i32(1)),
+                                           L_.const_i32(8)));
+  return ldmatrix(4, true, address(k, b.CreateMul(m, L_.const_i32(element_bytes_))));
+}
+
 // Lanes 8j..8j+7 give the K rows 8(j%2)..+7 of the N block rep_n + j/2.
 std::vector<llvm::Value*> SharedOperand::b_words(const MmaTiling& t, int rep_k, int rep_n, bool pair) {
   auto& b = L_.b;
@@ -61,6 +76,21 @@ std::vector<llvm::Value*> SharedOperand::b_words(const MmaTiling& t, int rep_k, 
                                    b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(t.warps_n)));
   llvm::Value* col = b.CreateMul(block, L_.const_i32(8 * element_bytes_));
   return ldmatrix(pair ? 4 : 2, true, address(k, col));
+}
+
+// Lanes 8j..8j+7 give the N rows of block rep_n + j/2 at the K step's bytes 16(j%2)..+15.
+std::vector<llvm::Value*> SharedOperand::b_words_transposed(const MmaTiling& t, int rep_k, int rep_n, bool pair) {
+  auto& b = L_.b;
+  llvm::Value* lane = L_.lane_id();
+  int wm_bits = __builtin_ctz(static_cast<unsigned>(t.warps_m));
+  llvm::Value* wn = b.CreateAnd(b.CreateLShr(L_.warp_id(), L_.const_i32(wm_bits)), L_.const_i32(t.warps_n - 1));
+  llvm::Value* block = b.CreateAdd(b.CreateAdd(wn, L_.const_i32(t.warps_n * rep_n)),
+                                   b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(t.warps_n)));
+  llvm::Value* row = b.CreateAdd(b.CreateMul(block, L_.const_i32(8)), b.CreateAnd(lane, L_.const_i32(7)));
+  llvm::Value* col = b.CreateAdd(L_.const_i32(rep_k * t.instr.k * element_bytes_),
+                                 b.CreateMul(b.CreateAnd(b.CreateLShr(lane, L_.const_i32(3)), L_.const_i32(1)),
+                                             L_.const_i32(16)));
+  return ldmatrix(pair ? 4 : 2, false, address(row, col));
 }
 
 llvm::Value* SharedOperand::address(llvm::Value* row, llvm::Value* col_byte) {

@@ -1,7 +1,8 @@
 // Internal to codegen/lowering: a dot operand tile in shared memory as a swizzled row-major
 // tile (codegen/shared_layout.h), written by the threads that hold it or by asynchronous
 // copies (codegen/lowering/loop_pipeline.cpp), and read with ldmatrix in the fragments of
-// the mma.sync instruction.
+// the mma.sync instruction. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N)
+// or transposed as (N, K).
 #pragma once
 
 #include <vector>
@@ -25,9 +26,17 @@ class SharedOperand {
 
   // The A words of instruction (rep_m, rep_k) (ldmatrix.x4).
   std::vector<llvm::Value*> a_words(const MmaTiling& t, int rep_m, int rep_k);
+  // The same A words from a tile that holds A transposed, (K, M) row-major, 16-bit elements:
+  // ldmatrix.x4.trans.
+  std::vector<llvm::Value*> a_words_transposed(const MmaTiling& t, int rep_m, int rep_k);
   // The B words of instructions (rep_k, rep_n) and, when `pair`, (rep_k, rep_n + 1)
   // (ldmatrix.x4.trans, x2 without the pair).
   std::vector<llvm::Value*> b_words(const MmaTiling& t, int rep_k, int rep_n, bool pair);
+
+  // The same B words from a tile that holds B transposed, (N, K) row-major: ldmatrix without
+  // .trans, whose lane l receives row l/4 (an N index), bytes 4(l%4)..+3 (consecutive K),
+  // which is the B fragment of 16-bit and of 8-bit elements alike.
+  std::vector<llvm::Value*> b_words_transposed(const MmaTiling& t, int rep_k, int rep_n, bool pair);
 
   // The shared address of byte `col_byte` of `row` (i32 values), swizzled.
   llvm::Value* address(llvm::Value* row, llvm::Value* col_byte);

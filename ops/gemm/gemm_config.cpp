@@ -11,7 +11,8 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
   return {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"BLOCK_K", block_k},
-          {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}, {"num_stages", num_stages}};
+          {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}, {"num_stages", num_stages},
+          {"A_TRANSPOSED", a_transposed}, {"B_TRANSPOSED", b_transposed}};
 }
 
 int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }
@@ -19,6 +20,8 @@ int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, 
 GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device) {
   GemmConfig c;
   const GemmFeatures& f = p.features;
+  c.a_transposed = p.a_strides.col != 1 && p.a_strides.row == 1;
+  c.b_transposed = p.b_strides.row == 1 && p.b_strides.col != 1;
   int bytes = dtype_storage_bytes(f.a);
   bool cuda_cores = f.a == DType::f32 && f.precision == dsl::Precision::ieee;
   if (cuda_cores) {

@@ -21,8 +21,8 @@ MatrixStrides workspace_strides(const GemmProblem& p) { return {p.m * p.n, p.n, 
 
 // The main kernel's constants (a config sets them), with their defaults.
 std::vector<ConstantDecl> main_constants() {
-  return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},
-          {"SPLIT_K", 1},   {"num_warps", 8}, {"num_stages", 1}};
+  return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},   {"SPLIT_K", 1},
+          {"num_warps", 8},  {"num_stages", 1}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}};
 }
 
 }  // namespace
@@ -69,14 +69,21 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
         Tile cols = tile_n * bn + arange(0, bn);  // (BLOCK_N)
         Tile ks = arange(0, bk);                  // (BLOCK_K)
         // Rows and columns past the edge read a valid row / column again (they are never
-        // stored), so only K needs a mask in the loop.
-        Tile a_ptrs = matrix_pointers(in, "a", batch, rows % M, ks);  // (BLOCK_M, BLOCK_K)
-        Tile b_ptrs = matrix_pointers(in, "b", batch, ks, cols % N);  // (BLOCK_K, BLOCK_N)
+        // stored), so only K needs a mask in the loop. An operand whose memory runs along K
+        // the other way (A stored (K, M), B stored (N, K)) is loaded in that order, so that
+        // its loads are contiguous, and multiplied as its transpose.
+        bool a_t = c["A_TRANSPOSED"], b_t = c["B_TRANSPOSED"];
+        Tile a_ptrs = a_t ? transposed_matrix_pointers(in, "a", batch, rows % M, ks)   // (BLOCK_K, BLOCK_M)
+                          : matrix_pointers(in, "a", batch, rows % M, ks);             // (BLOCK_M, BLOCK_K)
+        Tile b_ptrs = b_t ? transposed_matrix_pointers(in, "b", batch, ks, cols % N)   // (BLOCK_N, BLOCK_K)
+                          : matrix_pointers(in, "b", batch, ks, cols % N);             // (BLOCK_K, BLOCK_N)
         Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
-          Tile k_in = ks + k < k_end;                                                        // (BLOCK_K)
-          Tile a_tile = load(a_ptrs + k * in["a_col_stride"], expand_dims(k_in, 0));       // (BLOCK_M, BLOCK_K)
-          Tile b_tile = load(b_ptrs + k * in["b_row_stride"], expand_dims(k_in, 1));       // (BLOCK_K, BLOCK_N)
-          return dot(a_tile, b_tile, acc, f.precision);                                    // (BLOCK_M, BLOCK_N)
+          Tile k_in = ks + k < k_end;  // (BLOCK_K)
+          Tile a_tile = a_t ? trans(load(a_ptrs + k * in["a_col_stride"], expand_dims(k_in, 1)))
+                            : load(a_ptrs + k * in["a_col_stride"], expand_dims(k_in, 0));  // (BLOCK_M, BLOCK_K)
+          Tile b_tile = b_t ? trans(load(b_ptrs + k * in["b_row_stride"], expand_dims(k_in, 0)))
+                            : load(b_ptrs + k * in["b_row_stride"], expand_dims(k_in, 1));  // (BLOCK_K, BLOCK_N)
+          return dot(a_tile, b_tile, acc, f.precision);                                      // (BLOCK_M, BLOCK_N)
         });
 
         Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)

@@ -19,4 +19,10 @@ Tile matrix_pointers(const NamedTiles& in, const std::string& name, const Tile& 
   return base + expand_dims(rows, 1) * in[name + "_row_stride"] + expand_dims(cols, 0) * in[name + "_col_stride"];
 }
 
+Tile transposed_matrix_pointers(const NamedTiles& in, const std::string& name, const Tile& batch, const Tile& rows,
+                                const Tile& cols) {
+  Tile base = in[name] + batch * in[name + "_batch_stride"];
+  return base + expand_dims(cols, 1) * in[name + "_col_stride"] + expand_dims(rows, 0) * in[name + "_row_stride"];
+}
+
 }  // namespace tilejit::ops::gemm_detail

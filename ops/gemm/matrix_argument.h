@@ -18,5 +18,8 @@ void add_matrix_argument(NamedArguments& args, const std::string& name, const Te
 // cols (C) give an (R, C) tile.
 dsl::Tile matrix_pointers(const NamedTiles& in, const std::string& name, const dsl::Tile& batch,
                           const dsl::Tile& rows, const dsl::Tile& cols);
+// The same elements as a (C, R) tile: the pointers of the transposed view.
+dsl::Tile transposed_matrix_pointers(const NamedTiles& in, const std::string& name, const dsl::Tile& batch,
+                                     const dsl::Tile& rows, const dsl::Tile& cols);
 
 }  // namespace tilejit::ops::gemm_detail

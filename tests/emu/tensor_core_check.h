@@ -18,6 +18,8 @@ struct TensorCoreCase {
   int warps;
   int64_t m, n, k;  // the problem
   int stages = 1;   // num_stages: from 2 on, operand loads are pipelined through cp.async where they qualify
+  bool b_transposed = false;  // B stored as (N, K)
+  bool a_transposed = false;  // A stored as (K, M)
 };
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
@@ -26,7 +28,8 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
   if (c.a == DType::f32) name += std::string("_") + precisions[c.precision];
   return name + "_tile" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) +
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-         std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "");
+         std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "") +
+         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -54,14 +57,25 @@ inline double tensor_core_tolerance(const TensorCoreCase& c) {
   return 1e-5;
 }
 
+// A row-major (rows, cols) matrix as the kernel reads it: as is, or transposed.
+inline Host stored(const Host& x, int64_t rows, int64_t cols, bool transposed) {
+  if (!transposed) return x;
+  Host t(x.dtype, x.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t.set_raw(size_t(c * rows + r), x.raw(size_t(r * cols + c)));
+  return t;
+}
+
 template <DType DA, DType DB>
 void run_tensor_core_case(const TensorCoreCase& c, const Host& a, const Host& b, Tensor& out, Device& device) {
   static JitKernel kernel(testing_kernels::tensor_core_gemm<DA, DB>());
   Dim3 grid{static_cast<uint32_t>((c.m + c.block_m - 1) / c.block_m), static_cast<uint32_t>((c.n + c.block_n - 1) / c.block_n),
             1};
   bind(kernel, {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"PRECISION", c.precision},
-                {"num_warps", c.warps}, {"num_stages", c.stages}})
-      .launch(device.default_stream(), grid, upload(a, {}, device), upload(b, {}, device), out, int32_t(c.m),
+                {"num_warps", c.warps}, {"num_stages", c.stages}, {"A_TRANSPOSED", c.a_transposed},
+                {"B_TRANSPOSED", c.b_transposed}})
+      .launch(device.default_stream(), grid, upload(stored(a, c.m, c.k, c.a_transposed), {}, device),
+              upload(stored(b, c.k, c.n, c.b_transposed), {}, device), out, int32_t(c.m),
               int32_t(c.n), int32_t(c.k));
 }
 

@@ -1,6 +1,6 @@
 // The tensor-core GEMM swept over tile shapes and warp counts, for each operand pairing on
-// sm_80, sm_89 and sm_90a, unpipelined and pipelined (label slow: hundreds of kernels
-// through the emulator).
+// sm_80, sm_89 and sm_90a, unpipelined and pipelined, A and B stored as they are multiplied
+// and transposed (label slow: hundreds of kernels through the emulator).
 #include <gtest/gtest.h>
 
 #include "tensor_core_check.h"
@@ -33,7 +33,9 @@ std::vector<TensorCoreCase> sweep() {
       for (const Tile& t : tiles)
         for (int64_t k_steps : {1, 2}) {
           int64_t bk = o.min_k * k_steps;
-          out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, bk, t.warps, t.m + 3, 2 * t.n - 5, 3 * bk - 1});
+          out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, bk, t.warps, t.m + 3, 2 * t.n - 5, 3 * bk - 1, 1,
+                         /*b_transposed=*/k_steps == 2,
+                         /*a_transposed=*/k_steps == 2});
         }
   // Pipelined (cp.async) with 2 and 4 stages: multiples of 16 so that rows are aligned, a
   // partial last K step, M and N edges; small tiles exercise copies narrower than 16 bytes.
@@ -42,7 +44,7 @@ std::vector<TensorCoreCase> sweep() {
       for (const Tile& t : tiles)
         for (int stages : {2, 4})
           out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, o.min_k, t.warps, t.m + 16, 2 * t.n + 16,
-                         5 * o.min_k + 16, stages});
+                         5 * o.min_k + 16, stages, /*b_transposed=*/stages == 4, /*a_transposed=*/stages == 2});
   return out;
 }
 

@@ -45,7 +45,21 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 32, 32, 32, 4, 48, 48, 32, 3},
         TensorCoreCase{i8, i8, "sm_80", 0, 64, 64, 64, 4, 64, 80, 208, 3},
         TensorCoreCase{e4m3, e5m2, "sm_89", 0, 64, 32, 64, 4, 64, 64, 192, 3},
-        TensorCoreCase{f32, f32, "sm_90a", 2, 32, 32, 16, 4, 32, 32, 64, 3}),  // tf32: not staged
+        TensorCoreCase{f32, f32, "sm_90a", 2, 32, 32, 16, 4, 32, 32, 64, 3},  // tf32: not staged
+        // B stored (N, K): its rows go to ldmatrix untransposed, 8-bit B included.
+        TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 70, 1, true},
+        TensorCoreCase{i8, i8, "sm_80", 0, 64, 64, 64, 4, 80, 64, 150, 1, true},
+        TensorCoreCase{e4m3, e5m2, "sm_89", 0, 64, 32, 32, 4, 70, 36, 100, 1, true},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 128, 64, 32, 8, 130, 80, 160, 3, true},
+        TensorCoreCase{i8, i8, "sm_90a", 0, 32, 64, 64, 4, 48, 80, 208, 4, true},
+        TensorCoreCase{e5m2, e4m3, "sm_89", 0, 64, 64, 64, 4, 64, 64, 192, 2, true},
+        TensorCoreCase{f32, f32, "sm_80", 0, 64, 32, 16, 4, 70, 40, 50, 1, true},
+        // A stored (K, M): ldmatrix.trans for 16-bit elements, registers for 8-bit ones.
+        TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 70, 1, false, true},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 64, 128, 32, 8, 80, 144, 96, 3, true, true},
+        TensorCoreCase{bf16, bf16, "sm_80", 0, 32, 64, 32, 4, 64, 64, 160, 4, false, true},
+        TensorCoreCase{i8, i8, "sm_80", 0, 64, 64, 64, 4, 80, 64, 128, 3, true, true},
+        TensorCoreCase{e4m3, e4m3, "sm_89", 0, 32, 32, 32, 4, 40, 36, 70, 1, false, true}),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

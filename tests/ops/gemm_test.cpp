@@ -310,27 +310,47 @@ TEST(Gemm, BothTargetsLowerings) {
   check_gemm(Case{.a = DType::f8e4m3, .b = DType::f8e4m3, .device = "emu:sm_80"}, rng);
 }
 
-TEST(Gemm, RowMajorOperandsAreCopiedSixteenBytesAtATime) {
-  // Unit column strides reach the kernel as arguments; the specialization on them must still
-  // give 16-byte accesses to both operand tiles: asynchronous copies into a pipeline on sm_80+. The dump shows the PTX the kernel was built as
-  // (emu:sm_89: a device no other test of this binary builds gemm for, so it is built here).
+// The PTX of the one gemm kernel the call builds (TILEJIT_DUMP_DIR), on emu:sm_89: a device no
+// other test of this binary builds gemm for, so each new operand layout is built here.
+std::string gemm_ptx(DType dtype, const GemmOptions& options) {
   tilejit::testing_util::TempDirectory dir;
   tilejit::testing_util::ScopedEnv dump("TILEJIT_DUMP_DIR", dir.path().c_str());
   Device& device = Device::by_name("emu:sm_89");
-  Host zeros(DType::bf16, 64 * 64);
-  tilejit::ops::gemm(upload(zeros, {64, 64}, device), upload(zeros, {64, 64}, device));
+  Host zeros(dtype, 64 * 64);
+  tilejit::ops::gemm(upload(zeros, {64, 64}, device), upload(zeros, {64, 64}, device), options);
   std::vector<std::string> ptx;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
     if (entry.path().extension() == ".ptx") ptx.push_back(entry.path().string());
-  ASSERT_EQ(ptx.size(), 1u);
+  EXPECT_EQ(ptx.size(), 1u);
+  if (ptx.empty()) return "";
   std::ifstream in(ptx[0]);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find(".entry gemm"), std::string::npos);
-  EXPECT_NE(text.find("cp.async.cg.shared.global"), std::string::npos);
-  EXPECT_NE(text.find("cp.async.wait_group"), std::string::npos);
-  EXPECT_EQ(text.find("cp.async.ca"), std::string::npos) << "copies narrower than 16 bytes";
-  EXPECT_EQ(text.find("ld.global.b16"), std::string::npos) << "an operand tile is loaded element by element";
-  EXPECT_EQ(text.find("ld.global.u16"), std::string::npos) << "an operand tile is loaded element by element";
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(Gemm, OperandsAreCopiedSixteenBytesAtATimeInEveryLayout) {
+  // Unit strides reach the kernel as arguments; the specialization on them must still give
+  // 16-byte accesses to both operand tiles (asynchronous copies into a pipeline on sm_80+),
+  // whichever way the operands are stored: each is loaded in its memory order, and a
+  // transposed one goes to the tensor cores through ldmatrix as it lies in shared memory.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (DType dtype : {DType::bf16, DType::i8}) {
+        if (dtype == DType::i8 && ta) continue;  // ldmatrix cannot transpose 8-bit elements
+        SCOPED_TRACE(name_of(dtype) + (ta ? " A (K, M)" : " A (M, K)") + (tb ? " B (N, K)" : " B (K, N)"));
+        GemmOptions o;
+        o.transpose_a = ta, o.transpose_b = tb;
+        std::string text = gemm_ptx(dtype, o);
+        EXPECT_NE(text.find(".entry gemm"), std::string::npos);
+        // Both operands staged, except an 8-bit B that is not transposed (it goes through registers).
+        bool b_staged = dtype != DType::i8 || tb;
+        EXPECT_NE(text.find("cp.async.cg.shared.global"), std::string::npos);
+        EXPECT_NE(text.find("cp.async.wait_group"), std::string::npos);
+        EXPECT_EQ(text.find("cp.async.ca"), std::string::npos) << "copies narrower than 16 bytes";
+        EXPECT_EQ(text.find("ld.global.b16"), std::string::npos) << "a 16-bit operand loaded element by element";
+        EXPECT_EQ(text.find("ld.global.b8"), std::string::npos) << "an 8-bit operand loaded element by element";
+        EXPECT_EQ(text.find("ld.global.v4") != std::string::npos, !b_staged) << "the register-path B tile's loads";
+        EXPECT_EQ(text.find("ldmatrix.sync.aligned.m8n8.x4.trans") != std::string::npos, dtype != DType::i8 && (ta || !tb));
+      }
 }
 
 TEST(Gemm, ZeroSizedDimensions) {

@@ -47,9 +47,9 @@ int64_t padded_head_dim(int64_t head_dim) {
 AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
   // {block_m, block_n, num_warps, head_chunk} per padded head dim 16, 32, 64, 128, 256.
   static const KernelConfig forward16[] = {
-      {64, 32, 4, 16}, {128, 32, 8, 32}, {128, 32, 8, 64}, {64, 32, 8, 64}, {32, 32, 8, 64}};
+      {64, 32, 4, 16}, {128, 32, 8, 32}, {128, 32, 8, 64}, {64, 32, 8, 64}, {16, 32, 8, 64}};
   static const KernelConfig query_blocks16[] = {
-      {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 32, 8, 64}, {32, 32, 8, 64}};
+      {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 32, 8, 32}, {32, 32, 8, 64}};
   static const KernelConfig dkdv16[] = {
       {64, 64, 8, 64}, {64, 64, 8, 64}, {32, 64, 8, 32}, {32, 32, 8, 64}, {16, 32, 8, 64}};
   static const KernelConfig forward32[] = {

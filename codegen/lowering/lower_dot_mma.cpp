@@ -102,7 +102,6 @@ class MmaEmitter {
 };
 
 bool in_fragment_layout(Lowering& L, const ir::Value* v, const LinearLayout& fragment_layout) {
-  if (L.staged_operands.count(v)) return false;
   return L.home(v).layout == fragment_layout || register_map(L.home(v).layout, fragment_layout).has_value();
 }
 

@@ -13,6 +13,20 @@ int64_t SharedOperand::bytes_of(const ir::Type& type) {
   return SwizzledTile{type.shape[0], type.shape[1] * dtype_storage_bytes(type.dtype)}.bytes();
 }
 
+llvm::Value* SharedOperand::m_block_row(const MmaTiling& t, int rep_m) {
+  auto& b = L_.b;
+  llvm::Value* wm = b.CreateAnd(L_.warp_id(), L_.const_i32(t.warps_m - 1));
+  return b.CreateMul(b.CreateAdd(wm, L_.const_i32(t.warps_m * rep_m)), L_.const_i32(16));
+}
+
+llvm::Value* SharedOperand::n_block(const MmaTiling& t, int rep_n) {
+  auto& b = L_.b;
+  int wm_bits = __builtin_ctz(static_cast<unsigned>(t.warps_m));
+  llvm::Value* wn = b.CreateAnd(b.CreateLShr(L_.warp_id(), L_.const_i32(wm_bits)), L_.const_i32(t.warps_n - 1));
+  return b.CreateAdd(b.CreateAdd(wn, L_.const_i32(t.warps_n * rep_n)),
+                     b.CreateMul(b.CreateLShr(L_.lane_id(), L_.const_i32(4)), L_.const_i32(t.warps_n)));
+}
+
 void SharedOperand::store(const ir::Value* v) {
   auto& b = L_.b;
   const Regs& regs = L_.home(v);
@@ -42,9 +56,7 @@ void SharedOperand::store(const ir::Value* v) {
 std::vector<llvm::Value*> SharedOperand::a_words(const MmaTiling& t, int rep_m, int rep_k) {
   auto& b = L_.b;
   llvm::Value* lane = L_.lane_id();
-  llvm::Value* wm = b.CreateAnd(L_.warp_id(), L_.const_i32(t.warps_m - 1));
-  llvm::Value* row = b.CreateAdd(b.CreateMul(b.CreateAdd(wm, L_.const_i32(t.warps_m * rep_m)), L_.const_i32(16)),
-                                 b.CreateAnd(lane, L_.const_i32(15)));
+  llvm::Value* row = b.CreateAdd(m_block_row(t, rep_m), b.CreateAnd(lane, L_.const_i32(15)));
   llvm::Value* col = b.CreateAdd(L_.const_i32(rep_k * t.instr.k * element_bytes_),
                                  b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(16)));
   return ldmatrix(4, false, address(row, col));
@@ -55,26 +67,20 @@ std::vector<llvm::Value*> SharedOperand::a_words(const MmaTiling& t, int rep_m, 
 std::vector<llvm::Value*> SharedOperand::a_words_transposed(const MmaTiling& t, int rep_m, int rep_k) {
   auto& b = L_.b;
   llvm::Value* lane = L_.lane_id();
-  llvm::Value* wm = b.CreateAnd(L_.warp_id(), L_.const_i32(t.warps_m - 1));
   llvm::Value* k = b.CreateAdd(L_.const_i32(rep_k * t.instr.k),
                                b.CreateAdd(b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(8)),
                                            b.CreateAnd(lane, L_.const_i32(7))));
-  llvm::Value* m = b.CreateAdd(b.CreateMul(b.CreateAdd(wm, L_.const_i32(t.warps_m * rep_m)), L_.const_i32(16)),
-                               b.CreateMul(b.CreateAnd(b.CreateLShr(lane, L_.const_i32(3)), L_.const_i32(1)),
-                                           L_.const_i32(8)));
+  llvm::Value* m = b.CreateAdd(m_block_row(t, rep_m), b.CreateMul(b.CreateAnd(b.CreateLShr(lane, L_.const_i32(3)),
+                                                                              L_.const_i32(1)),
+                                                                  L_.const_i32(8)));
   return ldmatrix(4, true, address(k, b.CreateMul(m, L_.const_i32(element_bytes_))));
 }
 
 // Lanes 8j..8j+7 give the K rows 8(j%2)..+7 of the N block rep_n + j/2.
 std::vector<llvm::Value*> SharedOperand::b_words(const MmaTiling& t, int rep_k, int rep_n, bool pair) {
   auto& b = L_.b;
-  llvm::Value* lane = L_.lane_id();
-  int wm_bits = __builtin_ctz(static_cast<unsigned>(t.warps_m));
-  llvm::Value* wn = b.CreateAnd(b.CreateLShr(L_.warp_id(), L_.const_i32(wm_bits)), L_.const_i32(t.warps_n - 1));
-  llvm::Value* k = b.CreateAdd(L_.const_i32(rep_k * t.instr.k), b.CreateAnd(lane, L_.const_i32(15)));
-  llvm::Value* block = b.CreateAdd(b.CreateAdd(wn, L_.const_i32(t.warps_n * rep_n)),
-                                   b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(t.warps_n)));
-  llvm::Value* col = b.CreateMul(block, L_.const_i32(8 * element_bytes_));
+  llvm::Value* k = b.CreateAdd(L_.const_i32(rep_k * t.instr.k), b.CreateAnd(L_.lane_id(), L_.const_i32(15)));
+  llvm::Value* col = b.CreateMul(n_block(t, rep_n), L_.const_i32(8 * element_bytes_));
   return ldmatrix(pair ? 4 : 2, true, address(k, col));
 }
 
@@ -82,11 +88,7 @@ std::vector<llvm::Value*> SharedOperand::b_words(const MmaTiling& t, int rep_k, 
 std::vector<llvm::Value*> SharedOperand::b_words_transposed(const MmaTiling& t, int rep_k, int rep_n, bool pair) {
   auto& b = L_.b;
   llvm::Value* lane = L_.lane_id();
-  int wm_bits = __builtin_ctz(static_cast<unsigned>(t.warps_m));
-  llvm::Value* wn = b.CreateAnd(b.CreateLShr(L_.warp_id(), L_.const_i32(wm_bits)), L_.const_i32(t.warps_n - 1));
-  llvm::Value* block = b.CreateAdd(b.CreateAdd(wn, L_.const_i32(t.warps_n * rep_n)),
-                                   b.CreateMul(b.CreateLShr(lane, L_.const_i32(4)), L_.const_i32(t.warps_n)));
-  llvm::Value* row = b.CreateAdd(b.CreateMul(block, L_.const_i32(8)), b.CreateAnd(lane, L_.const_i32(7)));
+  llvm::Value* row = b.CreateAdd(b.CreateMul(n_block(t, rep_n), L_.const_i32(8)), b.CreateAnd(lane, L_.const_i32(7)));
   llvm::Value* col = b.CreateAdd(L_.const_i32(rep_k * t.instr.k * element_bytes_),
                                  b.CreateMul(b.CreateAnd(b.CreateLShr(lane, L_.const_i32(3)), L_.const_i32(1)),
                                              L_.const_i32(16)));

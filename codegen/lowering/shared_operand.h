@@ -42,6 +42,11 @@ class SharedOperand {
   llvm::Value* address(llvm::Value* row, llvm::Value* col_byte);
 
  private:
+  // The first M row of the calling warp's 16-row block of instruction row rep_m.
+  llvm::Value* m_block_row(const MmaTiling& t, int rep_m);
+  // The 8-column N block whose rows or columns the calling lane addresses for instruction
+  // column rep_n (lanes 16-31: rep_n + 1, for the paired x4 load).
+  llvm::Value* n_block(const MmaTiling& t, int rep_n);
   std::vector<llvm::Value*> ldmatrix(int matrices, bool transpose, llvm::Value* row_address);
 
   Lowering& L_;

@@ -146,8 +146,8 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
     case ir::OpKind::minimum:
     case ir::OpKind::maximum: {
       // Either operand's value: divisible by what divides both (`minimum(K, k + steps)`).
-      if (!is_integer(type.dtype)) return elementwise_facts(op);
       AxisInfo r = elementwise_facts(op);
+      if (!is_integer(type.dtype)) return r;
       r.scalar_divisibility = gcd(in(0).scalar_divisibility, in(1).scalar_divisibility);
       for (int d = 0; d < rank; ++d) r.divisibility[d] = gcd(in(0).divisibility[d], in(1).divisibility[d]);
       return r;

@@ -10,6 +10,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/ReplaceConstant.h>
@@ -68,7 +69,9 @@ int64_t place_shared_variables(llvm::Module& m, int64_t dynamic_bytes) {
     offsets[gv] = end;
     end += size;
   }
-  end = align_to(end, 16);
+  int64_t dynamic_align = 16;
+  for (auto* gv : dynamic) dynamic_align = std::max(dynamic_align, static_cast<int64_t>(gv->getAlign().valueOrOne().value()));
+  end = align_to(end, dynamic_align);
   for (auto* gv : dynamic) offsets[gv] = end;  // every extern array aliases the dynamic part
   if (!dynamic.empty()) end += dynamic_bytes;
 
@@ -152,6 +155,61 @@ void bind_gpu_operations(llvm::Module& m, const std::string& kernel, const std::
     } else if (!f->isIntrinsic() && !provided.count(name) && !f->use_empty()) {
       fail("the emulator cannot run kernel {}: it calls {}, which the emulator does not provide", kernel, name);
     }
+  }
+}
+
+// A scalar as the 64-bit word inline PTX operands travel in (floats as their bits), and back.
+llvm::Value* to_word(llvm::IRBuilder<>& b, llvm::Value* v) {
+  llvm::Type* t = v->getType();
+  if (t->isPointerTy()) return b.CreatePtrToInt(v, b.getInt64Ty());
+  if (t->isFloatingPointTy()) v = b.CreateBitCast(v, b.getIntNTy(t->getPrimitiveSizeInBits().getFixedValue()));
+  return b.CreateZExtOrTrunc(v, b.getInt64Ty());
+}
+
+llvm::Value* from_word(llvm::IRBuilder<>& b, llvm::Value* word, llvm::Type* t) {
+  if (t->isPointerTy()) return b.CreateIntToPtr(word, t);
+  if (!t->isFloatingPointTy()) return b.CreateTrunc(word, t);
+  return b.CreateBitCast(b.CreateTrunc(word, b.getIntNTy(t->getPrimitiveSizeInBits().getFixedValue())), t);
+}
+
+// Inline PTX (the lowering writes wgmma.mma_async this way: LLVM has no intrinsic for it)
+// becomes a call to the runtime's interpreter of it, kHostInlinePtx(text, constraints,
+// inputs, n_inputs, outputs, n_outputs). Operands travel as 64-bit words in the asm's
+// numbering: $0.. are the outputs, the inputs follow; the constraints say which inputs are
+// tied to which outputs.
+void bind_inline_ptx(llvm::Module& m) {
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::Function& f : m)
+    for (llvm::Instruction& inst : llvm::instructions(f))
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst); call && call->isInlineAsm()) calls.push_back(call);
+  if (calls.empty()) return;
+  llvm::LLVMContext& ctx = m.getContext();
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  auto* i32 = llvm::Type::getInt32Ty(ctx);
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::FunctionCallee interpret = m.getOrInsertFunction(
+      kHostInlinePtx, llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr, ptr, i32, ptr, i32}, false));
+  for (llvm::CallInst* call : calls) {
+    auto* text = llvm::cast<llvm::InlineAsm>(call->getCalledOperand());
+    llvm::Type* result = call->getType();
+    std::vector<llvm::Type*> outputs;
+    if (auto* st = llvm::dyn_cast<llvm::StructType>(result)) outputs.assign(st->element_begin(), st->element_end());
+    else if (!result->isVoidTy()) outputs.push_back(result);
+    auto n_in = static_cast<uint32_t>(call->arg_size()), n_out = static_cast<uint32_t>(outputs.size());
+    llvm::IRBuilder<> eb(&*call->getFunction()->getEntryBlock().getFirstInsertionPt());
+    llvm::Value* in = eb.CreateAlloca(i64, eb.getInt32(std::max(n_in, 1u)));
+    llvm::Value* out = eb.CreateAlloca(i64, eb.getInt32(std::max(n_out, 1u)));
+    llvm::IRBuilder<> b(call);
+    for (uint32_t i = 0; i < n_in; ++i) b.CreateStore(to_word(b, call->getArgOperand(i)), b.CreateConstGEP1_32(i64, in, i));
+    b.CreateCall(interpret, {b.CreateGlobalString(text->getAsmString()), b.CreateGlobalString(text->getConstraintString()),
+                             in, b.getInt32(n_in), out, b.getInt32(n_out)});
+    llvm::Value* value = result->isVoidTy() ? nullptr : llvm::PoisonValue::get(result);
+    for (uint32_t j = 0; j < n_out; ++j) {
+      llvm::Value* word = from_word(b, b.CreateLoad(i64, b.CreateConstGEP1_32(i64, out, j)), outputs[j]);
+      value = result->isStructTy() ? b.CreateInsertValue(value, word, j) : word;
+    }
+    if (value) call->replaceAllUsesWith(value);
+    call->eraseFromParent();
   }
 }
 
@@ -270,10 +328,11 @@ std::unique_ptr<HostKernel> finalise_and_jit(std::unique_ptr<llvm::LLVMContext> 
 
   std::set<std::string> provided;
   for (auto& [name, address] : symbols) provided.insert(name);
-  for (const char* required : {kHostSharedBase, kHostCheckGlobal, kHostCheckShared, kHostIntToBf16})
+  for (const char* required : {kHostSharedBase, kHostCheckGlobal, kHostCheckShared, kHostIntToBf16, kHostInlinePtx})
     if (!provided.count(required)) fail("tilejit internal error: emulator runtime lacks {} (has {})", required, symbol_list(provided));
   int64_t shared_bytes = place_shared_variables(*m, dynamic_shared_bytes);
   bind_gpu_operations(*m, kernel_name, provided);
+  bind_inline_ptx(*m);
   convert_integers_to_bf16_exactly(*m);
   add_entry(*m, kernel);
   verify_module(*m, "emulator module of kernel " + kernel_name);

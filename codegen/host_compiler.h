@@ -4,8 +4,9 @@
 //   - turns the kernel into a plain host function and adds an entry that takes its
 //     arguments the way cuLaunchKernel does (an array of pointers to the values);
 //   - binds every GPU operation to the emulation runtime: each `llvm.nvvm.X.Y` intrinsic
-//     becomes a call to `tilejit_emu_X_Y`, libdevice's `__nv_*` and `vprintf` are looked up
-//     by name, and shared-memory variables become offsets into the CTA's shared block;
+//     becomes a call to `tilejit_emu_X_Y`, inline PTX a call to its interpreter,
+//     libdevice's `__nv_*` and `vprintf` are looked up by name, and shared-memory variables
+//     become offsets into the CTA's shared block;
 //   - instruments every global and shared memory access with a call to
 //     `tilejit_emu_check_global` / `tilejit_emu_check_shared` (pointer, bytes, flags), after
 //     optimisation, so the accesses checked are the ones that run.
@@ -32,6 +33,9 @@ inline constexpr const char* kHostSharedBase = "tilejit_emu_shared_base";   // (
 inline constexpr const char* kHostCheckGlobal = "tilejit_emu_check_global"; // (ptr, i64, i32)
 inline constexpr const char* kHostCheckShared = "tilejit_emu_check_shared"; // (ptr, i64, i32)
 inline constexpr const char* kHostIntToBf16 = "tilejit_emu_i64_to_bf16";    // (i64) -> bfloat, one rounding
+// (ptr text, ptr constraints, ptr inputs, i32 n, ptr outputs, i32 n): runs one inline PTX
+// block, operands as 64-bit words (floats as their bits), $0.. the outputs, then the inputs.
+inline constexpr const char* kHostInlinePtx = "tilejit_emu_inline_ptx";
 inline constexpr const char* kHostIntrinsicPrefix = "tilejit_emu_";
 
 // The runtime name an NVVM intrinsic binds to: "llvm.nvvm.shfl.sync.bfly.i32" ->

@@ -63,12 +63,14 @@ std::optional<MmaKind> kind_of(DType d) {
   }
 }
 
-const char* kind_name(MmaKind k) {
+}  // namespace
+
+const char* mma_kind_name(MmaKind k) {
   static constexpr const char* names[] = {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8"};
   return names[static_cast<int>(k)];
 }
 
-int log2_of(int64_t v) {
+int log2_ceil(int64_t v) {
   int b = 0;
   while ((int64_t{1} << b) < v) ++b;
   return b;
@@ -83,13 +85,11 @@ void append_steps(std::vector<Coord>& bases, int dim, int64_t step, int count) {
   }
 }
 
-}  // namespace
-
 std::string MmaInstr::ptx_name() const {
   bool integer = a_kind == MmaKind::s8;
   const char* acc = integer ? "s32" : "f32";
-  return fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", m, n, k, acc, kind_name(a_kind),
-                     kind_name(b_kind), acc);
+  return fmt::format("mma.sync.aligned.m{}n{}k{}.row.col.{}.{}.{}.{}", m, n, k, acc, mma_kind_name(a_kind),
+                     mma_kind_name(b_kind), acc);
 }
 
 std::optional<MmaInstr> select_mma(DType a, DType b, const Target& target) {
@@ -126,15 +126,15 @@ std::optional<MmaTiling> mma_tiling(const MmaInstr& instr, int64_t m, int64_t n,
   t.reps_m = static_cast<int>(m / (instr.m * t.warps_m));
   t.reps_n = static_cast<int>(n / (instr.n * t.warps_n));
   t.reps_k = static_cast<int>(k / instr.k);
-  int bits_wm = log2_of(t.warps_m), bits_wn = log2_of(t.warps_n);
-  int spare_warp_bits = log2_of(num_warps) - bits_wm - bits_wn;
+  int bits_wm = log2_ceil(t.warps_m), bits_wn = log2_ceil(t.warps_n);
+  int spare_warp_bits = log2_ceil(num_warps) - bits_wm - bits_wn;
   auto zeros = [](std::vector<Coord>& bases, int count) { bases.insert(bases.end(), count, Coord(2, 0)); };
 
   // Accumulator: fragment, then repeats along N, then along M; warps along M, then N.
   t.acc = instr.frag_c;
   t.acc.shape = {m, n};
-  append_steps(t.acc.reg, 1, instr.n * t.warps_n, log2_of(t.reps_n));
-  append_steps(t.acc.reg, 0, instr.m * t.warps_m, log2_of(t.reps_m));
+  append_steps(t.acc.reg, 1, instr.n * t.warps_n, log2_ceil(t.reps_n));
+  append_steps(t.acc.reg, 0, instr.m * t.warps_m, log2_ceil(t.reps_m));
   append_steps(t.acc.warp, 0, instr.m, bits_wm);
   append_steps(t.acc.warp, 1, instr.n, bits_wn);
   zeros(t.acc.warp, spare_warp_bits);
@@ -142,16 +142,16 @@ std::optional<MmaTiling> mma_tiling(const MmaInstr& instr, int64_t m, int64_t n,
   // A: fragment, repeats along K, then M; the warps along N hold the same rows.
   t.a = instr.frag_a;
   t.a.shape = {m, k};
-  append_steps(t.a.reg, 1, instr.k, log2_of(t.reps_k));
-  append_steps(t.a.reg, 0, instr.m * t.warps_m, log2_of(t.reps_m));
+  append_steps(t.a.reg, 1, instr.k, log2_ceil(t.reps_k));
+  append_steps(t.a.reg, 0, instr.m * t.warps_m, log2_ceil(t.reps_m));
   append_steps(t.a.warp, 0, instr.m, bits_wm);
   zeros(t.a.warp, bits_wn + spare_warp_bits);
 
   // B: fragment, repeats along K, then N; the warps along M hold the same columns.
   t.b = instr.frag_b;
   t.b.shape = {k, n};
-  append_steps(t.b.reg, 0, instr.k, log2_of(t.reps_k));
-  append_steps(t.b.reg, 1, instr.n * t.warps_n, log2_of(t.reps_n));
+  append_steps(t.b.reg, 0, instr.k, log2_ceil(t.reps_k));
+  append_steps(t.b.reg, 1, instr.n * t.warps_n, log2_ceil(t.reps_n));
   zeros(t.b.warp, bits_wm);
   append_steps(t.b.warp, 1, instr.n, bits_wn);
   zeros(t.b.warp, spare_warp_bits);

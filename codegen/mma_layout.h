@@ -32,6 +32,14 @@ struct MmaInstr {
   std::string ptx_name() const;
 };
 
+// "f16", "bf16", "tf32", "e4m3", "e5m2", "s8": the PTX type names.
+const char* mma_kind_name(MmaKind k);
+
+// Layout-building helpers: ceil(log2(v)), and `count` bases stepping `step`, 2*step, ...
+// along `dim` of a rank-2 tile.
+int log2_ceil(int64_t v);
+void append_steps(std::vector<Coord>& bases, int dim, int64_t step, int count);
+
 // The instruction a dot of these operand dtypes uses on `target`, or nullopt when the
 // target's tensor cores do not take them (fp8 needs sm_89). f32 operands use tf32.
 std::optional<MmaInstr> select_mma(DType a, DType b, const Target& target);

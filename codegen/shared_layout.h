@@ -3,8 +3,13 @@
 // 16 bytes per phase, and threads store 16-byte vectors. The 16-byte chunks of a row are
 // XOR-permuted by the row's position within a group of eight 128-byte lines, which is the
 // 32 / 64 / 128-byte swizzle of TMA and wgmma when a row is that wide.
+//
+// Rows wider than 128 bytes are cut into 128-byte column blocks, each stored whole after the
+// previous one (block c holds bytes 128c .. 128c+127 of every row), so every block is a stack
+// of 128-byte lines: the canonical 128-byte-swizzled layout wgmma's matrix descriptors name.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tilejit::codegen {
@@ -14,17 +19,18 @@ struct SwizzledTile {
 
   // Where byte `col_byte` of row `row` lives, from the tile's start.
   int64_t byte_offset(int64_t row, int64_t col_byte) const {
-    return row * row_bytes + ((chunk(col_byte) ^ xor_mask(row)) << 4) + (col_byte & 15);
+    int64_t in_line = col_byte % line_bytes();
+    return col_byte / line_bytes() * block_bytes() + row * line_bytes() + ((chunk(in_line) ^ xor_mask(row)) << 4) +
+           (col_byte & 15);
   }
   int64_t bytes() const { return rows * row_bytes; }
 
   // The parts of byte_offset, for code that computes it at run time.
-  int64_t chunks_per_row() const { return row_bytes / 16; }
-  int64_t rows_per_line() const { return chunks_per_row() >= 8 ? 1 : 8 / chunks_per_row(); }  // 128-byte lines
-  int64_t xor_mask(int64_t row) const {
-    int64_t phase = chunks_per_row() < 8 ? chunks_per_row() : 8;
-    return (row / rows_per_line()) % phase;
-  }
+  int64_t line_bytes() const { return std::min<int64_t>(row_bytes, 128); }  // of a row within one block
+  int64_t block_bytes() const { return rows * line_bytes(); }
+  int64_t chunks_per_line() const { return line_bytes() / 16; }
+  int64_t rows_per_line() const { return 8 / chunks_per_line(); }  // rows sharing a 128-byte line
+  int64_t xor_mask(int64_t row) const { return (row / rows_per_line()) % chunks_per_line(); }
   static int64_t chunk(int64_t col_byte) { return col_byte >> 4; }
 };
 

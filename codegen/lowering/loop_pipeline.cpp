@@ -17,8 +17,6 @@ namespace {
 
 using K = ir::OpKind;
 
-constexpr int64_t kRingAlignment = 128;  // the swizzle repeats every 128-byte line
-
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 // Ops that compute without side effects and without shared memory: safe to lower again for
@@ -81,10 +79,10 @@ const ir::Op* only_user(const ir::Block& body, const ir::Value* v, std::map<cons
   return nullptr;
 }
 
-// True when `v`'s one use is an operand of a dot in `body` that reads it through shared
-// memory: A, B, or B as trans(v).
-bool feeds_dot_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v,
-                              std::map<const ir::Value*, int>& uses) {
+// The dot in `body` that reads `v` (its one use) through shared memory: as A, B, or through
+// trans(v); null when there is none.
+const ir::Op* dot_reading_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v,
+                                         std::map<const ir::Value*, int>& uses) {
   const ir::Op* user = only_user(body, v, uses);
   const ir::Value* operand = v;
   bool transposed = user && user->kind == K::trans && transposed_dot_operand(user->result()) == v;
@@ -92,13 +90,13 @@ bool feeds_dot_through_shared(const Lowering& L, const ir::Block& body, const ir
     operand = user->result();
     user = only_user(body, operand, uses);
   }
-  if (!user || user->kind != K::dot) return false;
+  if (!user || user->kind != K::dot) return nullptr;
   int index = user->operands[0] == operand ? 0 : user->operands[1] == operand ? 1 : -1;
   std::optional<MmaTiling> t = L.dot_tiling(*user);
-  if (!t || t->instr.a_kind == MmaKind::tf32 || index < 0) return false;  // tf32 goes through registers
-  // ldmatrix transposes only 16-bit elements: 8-bit A must be (M, K), 8-bit B (N, K).
-  if (index == 0) return !transposed || t->instr.element_bits == 16;
-  return transposed || t->instr.element_bits == 16;
+  if (!t || t->instr.a_kind == MmaKind::tf32 || index < 0) return nullptr;  // tf32 goes through registers
+  // ldmatrix and wgmma transpose only 16-bit elements: 8-bit A must be (M, K), 8-bit B (N, K).
+  bool held = index == 0 ? !transposed || t->instr.element_bits == 16 : transposed || t->instr.element_bits == 16;
+  return held ? user : nullptr;
 }
 
 }  // namespace
@@ -112,7 +110,8 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     // Only loads whose masked-off elements are zero: the copies zero-fill.
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
     if (op->operands.size() > 2 && !is_zero(op->operands[2])) continue;
-    if (!feeds_dot_through_shared(L, body, op->result(), uses)) continue;
+    const ir::Op* dot = dot_reading_through_shared(L, body, op->result(), uses);
+    if (!dot) continue;
     std::set<const ir::Op*> slice;
     if (!collect_slice(body, op->operands[0], slice)) continue;
     if (op->operands.size() > 1 && !collect_slice(body, op->operands[1], slice)) continue;
@@ -120,7 +119,7 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     const ir::Value* mask = op->operands.size() > 1 ? op->operands[1] : nullptr;
     int64_t width = L.access_width(*op, L.default_layout(type.shape), mask);
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
-    Staged s{op.get(), {}, width};
+    Staged s{op.get(), {}, width, L.wgmma_dot_tiling(*dot).has_value()};
     for (const auto& body_op : body.ops)
       if (slice.count(body_op.get())) s.slice.push_back(body_op.get());
     staged.push_back(std::move(s));
@@ -135,11 +134,11 @@ LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> 
 void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
   auto& b = L_.b;
   saved_scratch_offset_ = L_.scratch_offset;
-  int64_t end = align_up(L_.scratch_offset, kRingAlignment);
+  int64_t end = align_up(L_.scratch_offset, SharedOperand::kAlignment);
   for (Staged& s : staged_) {
     s.offset = end;
-    s.tile_bytes = SharedOperand::bytes_of(s.load->result()->type);
-    end = align_up(end + stages_ * s.tile_bytes, kRingAlignment);
+    s.tile_bytes = align_up(SharedOperand::bytes_of(s.load->result()->type), SharedOperand::kAlignment);
+    end += stages_ * s.tile_bytes;
   }
   L_.scratch_offset = end;
   L_.reserve_shared(0);
@@ -154,6 +153,9 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
 void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* stage) {
   auto& b = L_.b;
   L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2))});
+  // cp.async writes through the generic proxy; wgmma reads through the async proxy.
+  if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma; }))
+    L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
   L_.barrier();
   llvm::Value* refill = b.CreateSelect(b.CreateICmpEQ(stage, L_.const_i32(0)), L_.const_i32(stages_ - 1),
                                        b.CreateSub(stage, L_.const_i32(1)));

@@ -8,7 +8,8 @@
 // The prologue issues iterations 0 .. S-2, one commit group each. Iteration i waits until at
 // most S-2 groups are pending (its own has landed), synchronises the CTA (every thread's
 // copies are visible, and nobody still reads the slot of iteration i-1), then refills that
-// slot with iteration i+S-1 and commits. Iterations past the end copy nothing (size 0), so
+// slot with iteration i+S-1 and commits. Tiles wgmma reads are fenced for the async proxy
+// between the wait and the barrier. Iterations past the end copy nothing (size 0), so
 // every iteration commits one group and the count stays exact. After the loop every copy is
 // waited for before the buffers are given back to the scratch space.
 #pragma once
@@ -38,6 +39,7 @@ class LoopPipeline {
     const ir::Op* load;
     std::vector<const ir::Op*> slice;  // the body's ops computing its pointer and mask, in order
     int64_t width;                     // elements per copy
+    bool read_by_wgmma = false;        // its dot reads it through the async proxy
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
   };

@@ -1,7 +1,8 @@
 // dot on the CUDA cores: every thread computes its accumulator registers with FMAs. The
 // operands are brought into layouts derived from the accumulator's: each thread holds the
 // full K extent of the rows (of a) and columns (of b) its accumulator registers need.
-// Where the target's tensor cores take the operands, lower_dot_mma.cpp is used instead.
+// Where the target's tensor cores take the operands, lower_dot_wgmma.cpp (sm_90a) or
+// lower_dot_mma.cpp is used instead.
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/lowering/lowering.h"
@@ -60,12 +61,15 @@ std::optional<MmaTiling> Lowering::dot_tiling(const ir::Op& op) const {
 }
 
 LinearLayout Lowering::carried_layout(const ir::Value* yielded) const {
-  if (yielded->def && yielded->def->kind == ir::OpKind::dot)
+  if (yielded->def && yielded->def->kind == ir::OpKind::dot) {
+    if (auto tiling = wgmma_dot_tiling(*yielded->def)) return tiling->acc;
     if (auto tiling = dot_tiling(*yielded->def)) return tiling->acc;
+  }
   return default_layout(yielded->type.shape);
 }
 
 void Lowering::lower_dot(const ir::Op& op) {
+  if (auto tiling = wgmma_dot_tiling(op)) return lower_dot_wgmma(op, *tiling);
   if (auto tiling = dot_tiling(op)) return lower_dot_mma(op, *tiling);
   const ir::Value* a = op.operands[0];
   const ir::Value* bv = op.operands[1];

@@ -131,40 +131,26 @@ void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
   const unsigned b_param = 4;  // every mma.sync here takes four A words, then two B words
 
   if (t.instr.a_kind != MmaKind::tf32) {
-    // A loop pipeline may already have copied an operand into shared memory.
-    auto staged = [&](const ir::Value* v) -> llvm::Value* {
-      auto it = staged_operands.find(v);
-      return it == staged_operands.end() ? nullptr : it->second;
-    };
     // B given as trans(x) with x (N, K) goes to shared memory as x, K-contiguous rows that
     // ldmatrix turns into B fragments directly, for 8-bit elements too.
     const ir::Value* bt = transposed_dot_operand(bv);
     // A given as trans(x) with x (K, M) likewise, through ldmatrix.trans (16-bit elements).
     const ir::Value* at = t.instr.element_bits == 16 ? transposed_dot_operand(a) : nullptr;
     const ir::Value* a_held = at ? at : a;  // what the shared A tile holds
-    llvm::Value* a_staged = staged(a_held);
-    llvm::Value* b_staged = staged(bt ? bt : bv);
-    bool a_shared = a_staged || !in_fragment_layout(*this, a, t.a);
-    bool b_shared = b_staged || ((bt || t.instr.element_bits == 16) && !in_fragment_layout(*this, bv, t.b));
     const ir::Value* b_held = bt ? bt : bv;  // what the shared B tile holds
+    // An operand a loop pipeline copied into shared memory is read from there.
+    bool a_shared = staged_operands.count(a_held) || !in_fragment_layout(*this, a, t.a);
+    bool b_shared = staged_operands.count(b_held) ||
+                    ((bt || t.instr.element_bits == 16) && !in_fragment_layout(*this, bv, t.b));
     Fragments fa, fb;
     if (a_shared || b_shared) {
-      bool a_store = a_shared && !a_staged, b_store = b_shared && !b_staged;
-      int64_t a_bytes = a_store ? SharedOperand::bytes_of(a_held->type) : 0;
-      int64_t b_bytes = b_store ? SharedOperand::bytes_of(b_held->type) : 0;
-      SharedOperand sa(*this, a_held->type, a_staged ? a_staged : shared_base());
-      SharedOperand sb(*this, b_held->type,
-                       b_staged ? b_staged : b.CreateGEP(b.getInt8Ty(), shared_base(), const_i32(a_bytes)));
-      if (a_store || b_store) {
-        reserve_shared(a_bytes + b_bytes);
-        barrier();  // earlier readers of the scratch space are done
-        if (a_store) sa.store(a_held);
-        if (b_store) sb.store(b_held);
-        barrier();
-      }
-      for (int m = 0; a_shared && m < t.reps_m; ++m)
+      OperandTiles tiles = place_operand_tiles(*this, a_held, a_shared, b_held, b_shared, /*async_proxy=*/false);
+      for (int m = 0; a_shared && m < t.reps_m; ++m) {
+        SharedOperand sa(*this, a_held->type, tiles.a);
         for (int k = 0; k < t.reps_k; ++k) fa.push_back(at ? sa.a_words_transposed(t, m, k) : sa.a_words(t, m, k));
+      }
       if (b_shared) {
+        SharedOperand sb(*this, b_held->type, tiles.b);
         fb.resize(static_cast<size_t>(t.reps_n * t.reps_k));
         for (int k = 0; k < t.reps_k; ++k)
           for (int n = 0; n < t.reps_n; n += 2) {

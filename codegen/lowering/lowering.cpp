@@ -238,7 +238,7 @@ llvm::Value* Lowering::shared_block() {
     auto* type = llvm::ArrayType::get(b.getInt8Ty(), 0);
     shared_ = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr,
                                        "tilejit_shared", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-    shared_->setAlignment(llvm::Align(16));
+    shared_->setAlignment(llvm::Align(1024));  // wgmma's 128-byte swizzle repeats every 1024 bytes
   }
   return shared_;
 }

@@ -19,6 +19,7 @@
 #include "codegen/layout.h"
 #include "codegen/mma_layout.h"
 #include "codegen/target.h"
+#include "codegen/wgmma_layout.h"
 #include "dsl/ir.h"
 
 namespace tilejit::codegen {
@@ -103,6 +104,8 @@ class Lowering {
 
   // The tensor-core tiling of a dot on this target, or nullopt for the CUDA-core lowering.
   std::optional<MmaTiling> dot_tiling(const ir::Op& dot) const;
+  // The warpgroup tiling of a dot on sm_90a (preferred over dot_tiling), or nullopt.
+  std::optional<WgmmaTiling> wgmma_dot_tiling(const ir::Op& dot) const;
   // The layout a loop carries a value in when the body yields `yielded`: a dot's
   // accumulator stays in its instruction's layout; everything else in the default layout.
   LinearLayout carried_layout(const ir::Value* yielded) const;
@@ -145,6 +148,7 @@ class Lowering {
   void lower_reduce(const ir::Op& op);
   void lower_dot(const ir::Op& op);
   void lower_dot_mma(const ir::Op& op, const MmaTiling& tiling);
+  void lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& tiling);
   void lower_for(const ir::Op& op);
   void lower_if(const ir::Op& op);
   void lower_print(const ir::Op& op);

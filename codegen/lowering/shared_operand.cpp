@@ -98,10 +98,11 @@ std::vector<llvm::Value*> SharedOperand::b_words_transposed(const MmaTiling& t, 
 llvm::Value* SharedOperand::address(llvm::Value* row, llvm::Value* col_byte) {
   auto& b = L_.b;
   llvm::Value* line_group = b.CreateUDiv(row, L_.const_i32(tile_.rows_per_line()));
-  int64_t phase = std::min<int64_t>(tile_.chunks_per_row(), 8);
-  llvm::Value* mask = b.CreateURem(line_group, L_.const_i32(phase));
-  llvm::Value* chunk = b.CreateXor(b.CreateLShr(col_byte, L_.const_i32(4)), mask);
-  llvm::Value* offset = b.CreateAdd(b.CreateMul(row, L_.const_i32(tile_.row_bytes)),
+  llvm::Value* mask = b.CreateURem(line_group, L_.const_i32(tile_.chunks_per_line()));
+  llvm::Value* in_line = b.CreateURem(col_byte, L_.const_i32(tile_.line_bytes()));
+  llvm::Value* chunk = b.CreateXor(b.CreateLShr(in_line, L_.const_i32(4)), mask);
+  llvm::Value* block = b.CreateMul(b.CreateUDiv(col_byte, L_.const_i32(tile_.line_bytes())), L_.const_i32(tile_.block_bytes()));
+  llvm::Value* offset = b.CreateAdd(b.CreateAdd(block, b.CreateMul(row, L_.const_i32(tile_.line_bytes()))),
                                     b.CreateOr(b.CreateShl(chunk, L_.const_i32(4)), b.CreateAnd(col_byte, L_.const_i32(15))));
   return b.CreateGEP(b.getInt8Ty(), base_, offset);
 }
@@ -117,6 +118,32 @@ std::vector<llvm::Value*> SharedOperand::ldmatrix(int matrices, bool transpose, 
   std::vector<llvm::Value*> words;
   for (unsigned j = 0; j < static_cast<unsigned>(matrices); ++j) words.push_back(L_.b.CreateExtractValue(result, j));
   return words;
+}
+
+OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const ir::Value* b, bool b_wanted,
+                                 bool async_proxy) {
+  auto staged = [&](const ir::Value* v) -> llvm::Value* {
+    auto it = L.staged_operands.find(v);
+    return it == L.staged_operands.end() ? nullptr : it->second;
+  };
+  OperandTiles t;
+  t.a = a_wanted ? staged(a) : nullptr;
+  t.b = b_wanted ? staged(b) : nullptr;
+  t.a_staged = t.a != nullptr, t.b_staged = t.b != nullptr;
+  bool a_store = a_wanted && !t.a, b_store = b_wanted && !t.b;
+  if (!a_store && !b_store) return t;
+  auto align = [](int64_t v) { return (v + SharedOperand::kAlignment - 1) / SharedOperand::kAlignment * SharedOperand::kAlignment; };
+  int64_t a_bytes = a_store ? align(SharedOperand::bytes_of(a->type)) : 0;
+  int64_t b_bytes = b_store ? SharedOperand::bytes_of(b->type) : 0;
+  if (a_store) t.a = L.shared_base();
+  if (b_store) t.b = L.b.CreateGEP(L.b.getInt8Ty(), L.shared_base(), L.const_i32(a_bytes));
+  L.reserve_shared(a_bytes + b_bytes);
+  L.barrier();  // earlier readers of the scratch space are done
+  if (a_store) SharedOperand(L, a->type, t.a).store(a);
+  if (b_store) SharedOperand(L, b->type, t.b).store(b);
+  if (async_proxy) L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  L.barrier();
+  return t;
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -14,6 +14,10 @@ namespace tilejit::codegen::lowering {
 
 class SharedOperand {
  public:
+  // Where operand tiles start: wgmma's 128-byte swizzle repeats every 1024 bytes of the
+  // shared window, and a descriptor names a tile by its unswizzled start.
+  static constexpr int64_t kAlignment = 1024;
+
   // The tile of `type` (rank 2) at `base` in shared memory.
   SharedOperand(Lowering& L, const ir::Type& type, llvm::Value* base);
 
@@ -54,5 +58,17 @@ class SharedOperand {
   int element_bytes_;
   SwizzledTile tile_;
 };
+
+// Where a dot's operand tiles are in shared memory: a loop pipeline's staged tile, or the
+// scratch space the value is stored into now (A first, then B). Only operands whose `wanted`
+// flag is set are placed; the others come back null. `async_proxy`: the tiles are read by
+// wgmma, so stores are made visible to the async proxy (fence.proxy.async) before the barrier.
+struct OperandTiles {
+  llvm::Value* a = nullptr;
+  llvm::Value* b = nullptr;
+  bool a_staged = false, b_staged = false;
+};
+OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const ir::Value* b, bool b_wanted,
+                                 bool async_proxy);
 
 }  // namespace tilejit::codegen::lowering

@@ -14,6 +14,11 @@
 
 namespace tilejit::emu {
 
+// A CTA's shared block starts at a multiple of this many bytes (and fits in it), so the low
+// 18 bits of a shared pointer are its address in the shared window, as the GPU numbers it:
+// wgmma's matrix descriptors and the 128-byte swizzle read those bits.
+inline constexpr int64_t kSharedWindowBytes = int64_t{1} << 18;
+
 struct Launch {
   std::string kernel;
   void (*entry)(void** args) = nullptr;
@@ -36,12 +41,31 @@ struct AsyncCopy {
   int32_t bytes = 0, source_bytes = 0;
 };
 
+// One wgmma.mma_async in flight: what it read, so the wait can tell whether the shared memory
+// under it changed before it completed (runtime/emu/wgmma_ops.cpp).
+struct AsyncMma {
+  uint64_t desc_a = 0, desc_b = 0;
+  const struct WgmmaShape* shape = nullptr;
+  uint64_t operand_hash = 0;
+};
+
 struct Thread {
   int tid = 0;
   ThreadState state = ThreadState::runnable;
   void* context = nullptr;  // the fiber's saved context while it is suspended
   std::vector<AsyncCopy> open_copies;                    // issued since the last commit
   std::deque<std::vector<AsyncCopy>> committed_copies;   // groups in commit order
+  bool wgmma_fenced = false;                   // wgmma.fence since the last wgmma.wait_group
+  std::vector<AsyncMma> open_mmas;             // wgmma.mma_async since the last commit
+  std::deque<std::vector<AsyncMma>> committed_mmas;
+  uint32_t proxy_fenced_at = 0;                // the CTA's proxy clock at its last fence.proxy.async
+};
+
+// Per shared-memory word: the last generic-proxy write (st.shared, cp.async), which the async
+// proxy (wgmma) sees only after the writer's fence.proxy.async.
+struct ProxyShadow {
+  uint32_t written_at = 0;
+  int32_t writer = -1;
 };
 
 // One warp's exchange for its collectives (runtime/emu/warp_sync.h): lanes deposit a value
@@ -73,6 +97,8 @@ struct Cta {
   uint32_t epoch = 1;  // barrier intervals, for the race detector
   std::vector<WarpExchange> warps;
   std::vector<RaceShadow> shadow;  // one per 4 bytes of shared memory, when racecheck is on
+  std::vector<ProxyShadow> generic_writes;  // one per 4 bytes of shared memory
+  uint32_t proxy_clock = 1;
   std::string error;               // the first error; the CTA stops when it is set
   void* scheduler_context = nullptr;
 };

@@ -86,8 +86,17 @@ std::string CtaRunner::run(Launch& launch, Dim3 ctaid) {
   cta.ctaid = ctaid;
   cta.threads.resize(static_cast<size_t>(n));
   cta.warps.resize(static_cast<size_t>((n + 31) / 32));
-  shared_.assign(static_cast<size_t>(launch.shared_bytes), kSharedPoison);
-  cta.shared = shared_.data();
+  if (launch.shared_bytes > kSharedWindowBytes)
+    return fmt::format("emulator: kernel {} asks for {} bytes of shared memory per block; a block has at most {}",
+                       launch.kernel, launch.shared_bytes, kSharedWindowBytes);
+  if (!shared_) {
+    auto window = static_cast<size_t>(kSharedWindowBytes);
+    shared_.reset(static_cast<std::byte*>(std::aligned_alloc(window, window)));
+    if (!shared_) fail("emulator: cannot allocate {} bytes of shared memory", window);
+  }
+  std::memset(shared_.get(), static_cast<int>(kSharedPoison), static_cast<size_t>(launch.shared_bytes));
+  cta.shared = shared_.get();
+  cta.generic_writes.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), ProxyShadow{});
   if (launch.racecheck) cta.shadow.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), RaceShadow{});
 
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));

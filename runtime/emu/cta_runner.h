@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,10 @@ class CtaRunner {
   std::byte* stacks_ = nullptr;  // one mapping: [guard page | stack] per thread
   size_t mapped_bytes_ = 0;
   int stack_count_ = 0;
-  std::vector<std::byte> shared_;
+  struct FreeWindow {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, FreeWindow> shared_;  // kSharedWindowBytes, aligned to its size
 };
 
 }  // namespace tilejit::emu

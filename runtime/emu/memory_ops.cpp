@@ -2,7 +2,8 @@
 // inside an allocation the runtime knows and be naturally aligned; shared accesses must fall
 // inside the CTA's shared block. With TILEJIT_EMU_RACECHECK=1, shared accesses are also
 // checked for races: two threads touching one word between the same two barriers, one of
-// them writing (atomics excepted).
+// them writing (atomics excepted). Every shared write is also remembered for the async-proxy
+// check of wgmma's operand reads (runtime/emu/wgmma_ops.cpp).
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -79,6 +80,9 @@ void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
   if (misaligned(address, bytes))
     abort_thread(fmt::format("misaligned {}-byte shared {} at offset {}", bytes, access_name(flags), offset));
   if (cta.launch->racecheck && !(flags & codegen::kAccessAtomic)) check_race(cta, offset, bytes, flags);
+  if (flags & codegen::kAccessWrite)
+    for (int64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word)
+      cta.generic_writes[static_cast<size_t>(word)] = {cta.proxy_clock, current().thread->tid};
 }
 
 void add_memory_symbols(codegen::HostSymbols& out) {

@@ -14,51 +14,11 @@
 #include <cstring>
 
 #include "runtime/emu/runtime_symbols.h"
+#include "runtime/emu/tensor_core_numerics.h"
 #include "runtime/emu/warp_sync.h"
 
 namespace tilejit::emu {
 namespace {
-
-enum class Encoding { f16, bf16, tf32, e4m3, e5m2, s8 };
-
-int element_bits(Encoding e) {
-  switch (e) {
-    case Encoding::f16:
-    case Encoding::bf16: return 16;
-    case Encoding::tf32: return 32;
-    default: return 8;
-  }
-}
-
-// A small float format with the given field widths; formats without infinities (e4m3) use
-// only S.1111.111 for NaN.
-double decode_minifloat(uint32_t bits, int exp_bits, int mant_bits, bool has_inf) {
-  uint32_t mant = bits & ((1u << mant_bits) - 1);
-  uint32_t exp = (bits >> mant_bits) & ((1u << exp_bits) - 1);
-  bool negative = (bits >> (exp_bits + mant_bits)) & 1;
-  int bias = (1 << (exp_bits - 1)) - 1;
-  uint32_t top = (1u << exp_bits) - 1;
-  double v;
-  if (exp == top && (has_inf || mant == (1u << mant_bits) - 1))
-    v = has_inf && mant == 0 ? INFINITY : NAN;
-  else if (exp == 0)
-    v = std::ldexp(static_cast<double>(mant), 1 - bias - mant_bits);
-  else
-    v = std::ldexp(static_cast<double>(mant | (1u << mant_bits)), static_cast<int>(exp) - bias - mant_bits);
-  return negative ? -v : v;
-}
-
-double decode(Encoding e, uint32_t bits) {
-  switch (e) {
-    case Encoding::f16: return decode_minifloat(bits, 5, 10, true);
-    case Encoding::bf16: return std::bit_cast<float>(bits << 16);
-    case Encoding::tf32: return std::bit_cast<float>(bits & 0xffffe000u);
-    case Encoding::e4m3: return decode_minifloat(bits, 4, 3, false);
-    case Encoding::e5m2: return decode_minifloat(bits, 5, 2, true);
-    case Encoding::s8: return static_cast<int8_t>(bits);
-  }
-  return NAN;
-}
 
 struct Position {
   int row, col;

@@ -12,6 +12,8 @@ codegen::HostSymbols runtime_symbols() {
   add_mma_symbols(out);
   add_ldmatrix_symbols(out);
   add_async_copy_symbols(out);
+  add_wgmma_symbols(out);
+  add_inline_ptx_symbols(out);
   return out;
 }
 

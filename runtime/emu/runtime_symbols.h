@@ -16,5 +16,7 @@ void add_bf16_symbols(codegen::HostSymbols& out);    // bf16 conversions as the 
 void add_mma_symbols(codegen::HostSymbols& out);     // mma.sync, tf32 conversion
 void add_ldmatrix_symbols(codegen::HostSymbols& out);  // ldmatrix
 void add_async_copy_symbols(codegen::HostSymbols& out);  // cp.async and its groups
+void add_wgmma_symbols(codegen::HostSymbols& out);       // wgmma fences and groups, fence.proxy.async
+void add_inline_ptx_symbols(codegen::HostSymbols& out);  // the inline PTX interpreter (wgmma.mma_async)
 
 }  // namespace tilejit::emu

@@ -1,5 +1,5 @@
-// The swizzled shared-memory tiles on the host: the swizzle permutes bytes within each row
-// (nothing is lost or doubled), keeps 16-byte chunks whole, equals the TMA swizzle modes,
+// The swizzled shared-memory tiles on the host: the swizzle permutes bytes within each row's
+// 128-byte line (nothing is lost or doubled), keeps 16-byte chunks whole, equals the TMA swizzle modes,
 // and every access pattern of the tensor-core path is free of bank conflicts.
 #include <gtest/gtest.h>
 
@@ -19,7 +19,8 @@ TEST(SwizzledTile, PermutesBytesWithinEachRowAndKeepsChunksWhole) {
     for (int64_t r = 0; r < t.rows; ++r)
       for (int64_t c = 0; c < row_bytes; ++c) {
         int64_t o = t.byte_offset(r, c);
-        EXPECT_EQ(o / row_bytes, r);
+        EXPECT_EQ(o % t.block_bytes() / t.line_bytes(), r);
+        EXPECT_EQ(o / t.block_bytes(), c / 128);
         EXPECT_EQ(o % 16, c % 16);
         if (c % 16) {
           EXPECT_EQ(o, t.byte_offset(r, c - 1) + 1);

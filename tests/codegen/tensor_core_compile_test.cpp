@@ -1,11 +1,12 @@
-// The tensor-core lowering as PTX: the GEMM of every operand pairing uses the mma.sync
-// instruction the target's tensor cores have for it (or none: fp8 on sm_80, ieee f32) with
-// operands loaded by ldmatrix where it applies,
-// ptxas accepts it for sm_80, sm_89 and sm_90a, and the default tile spills nothing on the
-// tensor cores.
+// The tensor-core lowering as PTX: the GEMM of every operand pairing uses the instruction the
+// target's tensor cores have for it: wgmma.mma_async on sm_90a where the operand layouts
+// allow, mma.sync with operands loaded by ldmatrix otherwise (or none: fp8 on sm_80, ieee
+// f32); ptxas accepts it for sm_80, sm_89 and sm_90a, and the default tile spills nothing on
+// the tensor cores.
 #include <gtest/gtest.h>
 
 #include "codegen/mma_layout.h"
+#include "codegen/wgmma_layout.h"
 #include "ptxas_check.h"
 #include "tests/tensor_core_gemm.h"
 
@@ -51,7 +52,19 @@ TEST(TensorCoreCompile, EveryPairingUsesItsInstructionAndAssemblesWithoutSpills)
       CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
       auto instr = select_mma(c.a, c.b, find_target(arch));
       bool tensor_cores = instr && c.precision != 1;
-      if (tensor_cores) {
+      // B is stored (K, N): MN-major, which wgmma reads for 16-bit elements only.
+      auto warpgroup = wgmma_tiling(c.a, c.b, 64, 64, 32, 4, false, true, find_target(arch));
+      EXPECT_EQ(warpgroup.has_value(), std::string(arch) == "sm_90a" && instr && instr->element_bits == 16);
+      if (warpgroup) {
+        // One m64n64k16 per K step of 16, both operands through descriptors: no ldmatrix.
+        EXPECT_EQ(count(k.ptx, warpgroup->instr.ptx_name() + " "), 2u);
+        EXPECT_EQ(count(k.ptx, "wgmma.fence.sync.aligned"), 1u);
+        EXPECT_EQ(count(k.ptx, "wgmma.commit_group.sync.aligned"), 1u);
+        EXPECT_EQ(count(k.ptx, "wgmma.wait_group.sync.aligned 0"), 1u);
+        EXPECT_EQ(count(k.ptx, "fence.proxy.async.shared::cta"), 1u) << "stores made visible to the async proxy";
+        EXPECT_EQ(count(k.ptx, "ldmatrix"), 0u);
+        EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
+      } else if (tensor_cores) {
         // 64x64x32 on 4 warps: each warp computes 32x32, 2 x 4 instructions per K step.
         size_t per_k_step = 2 * 4 * static_cast<size_t>(32 / instr->k) * (c.precision == 2 ? 3 : 1);
         EXPECT_EQ(count(k.ptx, instr->ptx_name()), per_k_step);

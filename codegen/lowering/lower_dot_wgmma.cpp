@@ -1,0 +1,153 @@
+// dot on sm_90a's warpgroup tensor cores (codegen/wgmma_layout.h). Both operands are read
+// from shared memory through matrix descriptors: tiles a loop pipeline staged there, or the
+// operand values stored now into the swizzled scratch tiles (made visible to the async
+// proxy first). The accumulator stays in registers in the instruction's layout.
+//
+// Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
+// step, commits them as one group and waits for it. LLVM has no intrinsic for
+// wgmma.mma_async, so it is inline PTX; the wait is inline PTX too and takes every
+// accumulator register as an in/out operand, so no use of the results can move above it.
+#include <fmt/format.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include "codegen/lowering/lowering.h"
+#include "codegen/lowering/shared_operand.h"
+#include "codegen/wgmma_layout.h"
+
+namespace tilejit::codegen::lowering {
+
+namespace {
+
+// The operand tile a dot's A or B is read from: held as the value itself (K-major A,
+// MN-major B) or as the x of trans(x) (MN-major A, K-major B).
+struct HeldOperand {
+  const ir::Value* value;
+  bool mn_major;
+};
+
+HeldOperand held_a(const ir::Value* a, int element_bits) {
+  const ir::Value* x = element_bits == 16 ? transposed_dot_operand(a) : nullptr;
+  return x ? HeldOperand{x, true} : HeldOperand{a, false};
+}
+
+HeldOperand held_b(const ir::Value* b) {
+  const ir::Value* x = transposed_dot_operand(b);
+  return x ? HeldOperand{x, false} : HeldOperand{b, true};
+}
+
+std::string register_list(int first, int count) {
+  std::string s;
+  for (int i = 0; i < count; ++i) s += fmt::format("{}${}", i ? ", " : "", first + i);
+  return s;
+}
+
+// `count` outputs of `kind` ("f" or "r"), each tied to the input of the same position.
+std::string tied_constraints(const char* kind, int count) {
+  std::string s;
+  for (int i = 0; i < count; ++i) s += fmt::format("{}={}", i ? "," : "", kind);
+  for (int i = 0; i < count; ++i) s += fmt::format(",{}", i);
+  return s;
+}
+
+// Calls inline PTX `text` whose outputs are `regs` (tied to their values on entry) and whose
+// other inputs are `extra`; returns the outputs.
+std::vector<llvm::Value*> call_tied_asm(llvm::IRBuilder<>& b, const std::string& text, const std::string& constraints,
+                                        const std::vector<llvm::Value*>& regs, const std::vector<llvm::Value*>& extra) {
+  std::vector<llvm::Type*> out_types, in_types;
+  std::vector<llvm::Value*> args = regs;
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (llvm::Value* r : regs) out_types.push_back(r->getType());
+  for (llvm::Value* a : args) in_types.push_back(a->getType());
+  auto* result_type = llvm::StructType::get(b.getContext(), out_types);
+  auto* asm_type = llvm::FunctionType::get(result_type, in_types, false);
+  llvm::Value* result = b.CreateCall(llvm::InlineAsm::get(asm_type, text, constraints, /*hasSideEffects=*/true), args);
+  std::vector<llvm::Value*> out;
+  for (unsigned i = 0; i < regs.size(); ++i) out.push_back(b.CreateExtractValue(result, i));
+  return out;
+}
+
+}  // namespace
+
+std::optional<WgmmaTiling> Lowering::wgmma_dot_tiling(const ir::Op& op) const {
+  const ir::Value* a = op.operands[0];
+  const ir::Value* bv = op.operands[1];
+  int bits = dtype_storage_bytes(a->type.dtype) * 8;
+  return wgmma_tiling(a->type.dtype, bv->type.dtype, a->type.shape[0], bv->type.shape[1], a->type.shape[1],
+                      fn.num_warps, held_a(a, bits).mn_major, held_b(bv).mn_major, target);
+}
+
+void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
+  const WgmmaInstr& instr = t.instr;
+  std::vector<llvm::Value*> acc = in_layout(op.operands[2], t.acc);  // (M, N)
+  HeldOperand a = held_a(op.operands[0], instr.element_bits), bh = held_b(op.operands[1]);
+  OperandTiles tiles = place_operand_tiles(*this, a.value, true, bh.value, true, /*async_proxy=*/true);
+
+  int element_bytes = instr.element_bits / 8;
+  auto tile_of = [&](const ir::Value* v) {
+    return SwizzledTile{v->type.shape[0], v->type.shape[1] * element_bytes};
+  };
+  SwizzledTile a_tile = tile_of(a.value), b_tile = tile_of(bh.value);
+  MatrixDescriptor a_desc = matrix_descriptor(a_tile, a.mn_major), b_desc = matrix_descriptor(b_tile, bh.mn_major);
+  // A descriptor's start address is (address & 0x3ffff) >> 4 in bits 0-13.
+  auto descriptor = [&](llvm::Value* tile_base, const MatrixDescriptor& d, int64_t offset) {
+    llvm::Value* address = b.CreateAdd(b.CreatePtrToInt(tile_base, b.getInt32Ty()), const_i32(offset));
+    llvm::Value* start = b.CreateLShr(b.CreateAnd(address, const_i32(0x3ffff)), const_i32(4));
+    return b.CreateOr(b.CreateZExt(start, b.getInt64Ty()), b.getInt64(d.encode(0)));
+  };
+  llvm::Value* warpgroup = b.CreateLShr(warp_id(), const_i32(2));
+  llvm::Value* group_m = b.CreateAnd(warpgroup, const_i32(t.groups_m - 1));
+  llvm::Value* group_n = b.CreateLShr(warpgroup, const_i32(__builtin_ctz(static_cast<unsigned>(t.groups_m))));
+  int64_t n_per_group = static_cast<int64_t>(instr.n) * t.reps_n;
+  // The warpgroup's first M row and N column go into the tile offsets at run time: the
+  // offset is linear in them because slices start on whole 8-row groups and swizzle spans.
+  auto a_offset = [&](int rep_m, int step) {
+    int64_t row = 64 * t.groups_m * rep_m;
+    int64_t base = matrix_offset(a_tile, a.mn_major, row, step, instr.k, element_bytes);
+    int64_t per_group = matrix_offset(a_tile, a.mn_major, row + 64, step, instr.k, element_bytes) - base;
+    return std::pair{base, per_group};
+  };
+  auto b_offset = [&](int rep_n, int step) {
+    int64_t col = static_cast<int64_t>(instr.n) * rep_n;
+    int64_t base = matrix_offset(b_tile, bh.mn_major, col, step, instr.k, element_bytes);
+    int64_t per_group = t.groups_n > 1
+                            ? matrix_offset(b_tile, bh.mn_major, col + n_per_group, step, instr.k, element_bytes) - base
+                            : 0;
+    return std::pair{base, per_group};
+  };
+  auto slice_base = [&](llvm::Value* tile_base, llvm::Value* group, int64_t per_group) {
+    return b.CreateGEP(b.getInt8Ty(), tile_base, b.CreateMul(group, const_i32(per_group)));
+  };
+
+  bool integer = instr.a_kind == MmaKind::s8;
+  int regs = instr.n / 2;
+  // $0..$(regs-1): D; then its tied inputs; then the descriptors and scale-d.
+  std::string immediates = integer ? "" : instr.element_bits == 16
+                                              ? fmt::format(", 1, 1, {}, {}", int{a.mn_major}, int{bh.mn_major})
+                                              : ", 1, 1";
+  std::string text = fmt::format(
+      "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\n{} {{{}}}, ${}, ${}, p{};\n}}", 2 * regs + 2, instr.ptx_name(),
+      register_list(0, regs), 2 * regs, 2 * regs + 1, immediates);
+  std::string constraints = tied_constraints(integer ? "r" : "f", regs) + ",l,l,r";
+
+  call_intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
+  for (int step = 0; step < t.reps_k; ++step)
+    for (int m = 0; m < t.reps_m; ++m)
+      for (int n = 0; n < t.reps_n; ++n) {
+        auto [a_base, a_per_group] = a_offset(m, step);
+        auto [b_base, b_per_group] = b_offset(n, step);
+        llvm::Value* da = descriptor(slice_base(tiles.a, group_m, a_per_group), a_desc, a_base);
+        llvm::Value* db = descriptor(slice_base(tiles.b, group_n, b_per_group), b_desc, b_base);
+        std::vector<llvm::Value*> d;
+        for (int i = 0; i < regs; ++i) d.push_back(acc[static_cast<size_t>(t.acc_register(m, n, i))]);
+        d = call_tied_asm(b, text, constraints, d, {da, db, const_i32(1)});
+        for (int i = 0; i < regs; ++i) acc[static_cast<size_t>(t.acc_register(m, n, i))] = d[static_cast<size_t>(i)];
+      }
+  call_intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
+  acc = call_tied_asm(b, "wgmma.wait_group.sync.aligned 0;", tied_constraints(integer ? "r" : "f", static_cast<int>(acc.size())),
+                      acc, {});
+  define(op.result(), Regs{t.acc, acc});
+}
+
+}  // namespace tilejit::codegen::lowering

@@ -1,0 +1,173 @@
+// The emulator's interpreter of inline PTX: the blocks the compiler writes where LLVM has no
+// intrinsic (wgmma.mma_async; wgmma.wait_group, which takes the accumulators as operands so
+// that no use of them moves above it). host_compiler turns each asm call into a call here
+// with its text, its constraints and its operands as 64-bit words. A text is parsed once per
+// host thread; one the emulator does not know stops the kernel with the text in the message.
+#include <regex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runtime/emu/cta.h"
+#include "runtime/emu/runtime_symbols.h"
+#include "runtime/emu/wgmma.h"
+
+namespace tilejit::emu {
+namespace {
+
+struct InlinePtx {
+  enum class Kind { mma_async, wait_group } kind = Kind::wait_group;
+  WgmmaShape shape;
+  std::vector<int> d;          // operand numbers of D's registers, in order
+  int desc_a = -1, desc_b = -1;
+  int scale_d_operand = -1;    // the operand a `setp.ne.b32 p, $i, 0` turns into scale-d
+  bool scale_d = true;         // when scale-d is an immediate
+  int64_t pending = 0;         // wait_group's N
+  std::vector<int> tied_input; // per output: the input that gives its value on entry, or -1
+};
+
+[[noreturn]] void unknown(std::string_view text, const std::string& why) {
+  abort_thread(fmt::format("the emulator cannot run this inline PTX ({}):\n{}", why, text));
+}
+
+int operand_number(std::string_view text, const std::string& token) {
+  if (token.size() < 2 || token[0] != '$') unknown(text, fmt::format("'{}' is not an operand", token));
+  return std::stoi(token.substr(1));
+}
+
+Encoding encoding(std::string_view text, const std::string& name) {
+  static const std::unordered_map<std::string, Encoding> names = {{"f16", Encoding::f16},   {"bf16", Encoding::bf16},
+                                                                  {"e4m3", Encoding::e4m3}, {"e5m2", Encoding::e5m2},
+                                                                  {"s8", Encoding::s8}};
+  auto it = names.find(name);
+  if (it == names.end()) unknown(text, fmt::format("operand type .{} is not emulated", name));
+  return it->second;
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char ch : list + ",") {
+    if (ch == ',') {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(ch))) {
+      item += ch;
+    }
+  }
+  return items;
+}
+
+void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
+  p.kind = InlinePtx::Kind::mma_async;
+  WgmmaShape& s = p.shape;
+  s.n = std::stoi(m[1]);
+  s.k = std::stoi(m[2]);
+  s.integer = m[3] == "s32";
+  s.a = encoding(text, m[4]);
+  s.b = encoding(text, m[5]);
+  int bits = element_bits(s.a);
+  if (s.k != 256 / bits || element_bits(s.b) != bits || (s.integer != (s.a == Encoding::s8)) || s.n % 8 || s.n > 256)
+    unknown(text, "shape and types do not form a wgmma.mma_async instruction");
+  for (const std::string& r : split(m[6])) p.d.push_back(operand_number(text, r));
+  if (static_cast<int>(p.d.size()) != s.n / 2) unknown(text, fmt::format("D has {} registers, not {}", p.d.size(), s.n / 2));
+  p.desc_a = operand_number(text, m[7]);
+  p.desc_b = operand_number(text, m[8]);
+  std::string scale_d = m[9];
+  if (scale_d == "0" || scale_d == "1") {
+    p.scale_d = scale_d == "1";
+  } else {
+    std::smatch setp;
+    std::string all(text);
+    std::regex define("setp\\.ne\\.b32\\s+" + scale_d + "\\s*,\\s*(\\$\\d+)\\s*,\\s*0\\s*;");
+    if (!std::regex_search(all, setp, define)) unknown(text, "scale-d is not set by setp.ne.b32 from an operand");
+    p.scale_d_operand = operand_number(text, setp[1]);
+  }
+  std::vector<std::string> imm = split(m[10]);
+  size_t expected = s.integer ? 0 : bits == 16 ? 4 : 2;
+  if (imm.size() != expected) unknown(text, fmt::format("{} immediate operands after scale-d, not {}", imm.size(), expected));
+  auto immediate = [&](size_t i, int a, int b) {
+    int v = std::stoi(imm[i]);
+    if (v != a && v != b) unknown(text, fmt::format("immediate {} must be {} or {}", imm[i], a, b));
+    return v;
+  };
+  if (expected >= 2) s.scale_a = immediate(0, 1, -1), s.scale_b = immediate(1, 1, -1);
+  if (expected == 4) s.a_mn_major = immediate(2, 0, 1) == 1, s.b_mn_major = immediate(3, 0, 1) == 1;
+}
+
+void parse_constraints(std::string_view text, const std::string& constraints, int n_out, InlinePtx& p) {
+  std::vector<std::string> items = split(constraints);
+  p.tied_input.assign(static_cast<size_t>(n_out), -1);
+  int outputs = 0;
+  for (const std::string& c : items) {
+    if (c[0] == '=') {
+      ++outputs;
+    } else if (std::isdigit(static_cast<unsigned char>(c[0]))) {
+      int tied = std::stoi(c);
+      if (tied >= n_out) unknown(text, fmt::format("constraint '{}' ties to no output", c));
+      p.tied_input[static_cast<size_t>(tied)] = static_cast<int>(&c - &items[0]) - outputs;
+    }
+  }
+  if (outputs != n_out) unknown(text, fmt::format("{} output constraints for {} outputs", outputs, n_out));
+}
+
+InlinePtx parse(std::string_view text, const char* constraints, int n_out) {
+  static const std::regex mma(
+      "wgmma\\.mma_async\\.sync\\.aligned\\.m64n(\\d+)k(\\d+)\\.(f32|s32)\\.(\\w+)\\.(\\w+)\\s*"
+      "\\{([^}]*)\\}\\s*,\\s*(\\$\\d+)\\s*,\\s*(\\$\\d+)\\s*,\\s*(\\w+)\\s*((?:,\\s*-?\\d+\\s*)*);");
+  static const std::regex wait("wgmma\\.wait_group\\.sync\\.aligned\\s+(\\d+)\\s*;");
+  std::string all(text);
+  InlinePtx p;
+  std::smatch m;
+  if (std::regex_search(all, m, mma)) {
+    parse_mma(text, m, p);
+  } else if (std::regex_search(all, m, wait)) {
+    p.pending = std::stoll(m[1]);
+  } else {
+    unknown(text, "not an instruction the emulator knows");
+  }
+  parse_constraints(text, constraints, n_out, p);
+  return p;
+}
+
+const InlinePtx& parsed(const char* text, const char* constraints, int n_out) {
+  thread_local std::unordered_map<std::string, InlinePtx> cache;
+  std::string key = std::string(text) + '\n' + constraints;
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, parse(text, constraints, n_out)).first;
+  return it->second;
+}
+
+void interpret(const char* text, const char* constraints, const uint64_t* in, int32_t n_in, uint64_t* out, int32_t n_out) {
+  const InlinePtx& p = parsed(text, constraints, n_out);
+  // Operand $i: an output's value on entry comes from the input tied to it.
+  auto value = [&](int i) -> uint64_t {
+    int input = i < n_out ? p.tied_input[static_cast<size_t>(i)] : i - n_out;
+    if (input < 0 || input >= n_in) unknown(text, fmt::format("operand ${} has no value on entry", i));
+    return in[input];
+  };
+  if (p.kind == InlinePtx::Kind::wait_group) {
+    wgmma_wait_group(p.pending);
+    for (int i = 0; i < n_out; ++i) out[i] = value(i);
+    return;
+  }
+  bool scale_d = p.scale_d_operand >= 0 ? value(p.scale_d_operand) != 0 : p.scale_d;
+  std::vector<uint32_t> c(p.d.size()), d(p.d.size());
+  for (size_t i = 0; i < p.d.size(); ++i) c[i] = scale_d ? static_cast<uint32_t>(value(p.d[i])) : 0;
+  wgmma_mma_async(p.shape, value(p.desc_a), value(p.desc_b), scale_d, c.data(), d.data());
+  for (size_t i = 0; i < p.d.size(); ++i) {
+    if (p.d[i] >= n_out) unknown(text, fmt::format("D register ${} is not an output", p.d[i]));
+    out[p.d[i]] = d[i];
+  }
+}
+
+}  // namespace
+
+void add_inline_ptx_symbols(codegen::HostSymbols& out) {
+  out.emplace_back(codegen::kHostInlinePtx, reinterpret_cast<void*>(interpret));
+}
+
+}  // namespace tilejit::emu

@@ -1,0 +1,27 @@
+// Internal to the emulator: sm_90a's warpgroup MMA (runtime/emu/wgmma_ops.cpp), called by the
+// interpreter of inline PTX (runtime/emu/inline_ptx.cpp), which parses the instruction once.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/emu/tensor_core_numerics.h"
+
+namespace tilejit::emu {
+
+// wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype with both operands in shared memory.
+struct WgmmaShape {
+  int n = 0, k = 0;
+  Encoding a = Encoding::f16, b = Encoding::f16;
+  bool integer = false;                   // .s32 accumulator (s8 operands)
+  int scale_a = 1, scale_b = 1;           // imm-scale-a / imm-scale-b: 1 or -1
+  bool a_mn_major = false, b_mn_major = false;  // imm-trans-a / imm-trans-b
+};
+
+// The calling thread's part of D = A * B + (scale_d ? C : 0): c and d hold its n/2
+// accumulator registers (f32 or s32 bits).
+void wgmma_mma_async(const WgmmaShape& shape, uint64_t desc_a, uint64_t desc_b, bool scale_d, const uint32_t* c,
+                     uint32_t* d);
+// wgmma.wait_group.sync.aligned `pending`.
+void wgmma_wait_group(int64_t pending);
+
+}  // namespace tilejit::emu

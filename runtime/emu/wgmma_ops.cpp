@@ -1,0 +1,183 @@
+// Emulation of sm_90a's warpgroup MMA: wgmma.mma_async with both operands in shared memory,
+// named by matrix descriptors, and its fences and groups, as the PTX ISA defines them:
+//   - a descriptor holds the matrix's start address, leading and stride byte offsets (>> 4,
+//     14 bits each) and a swizzle mode (bits 62-63: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte,
+//     0 = none); element (mn, k) of a K-major or MN-major matrix sits where the canonical
+//     layout of that mode puts it, and the swizzle XORs address bits [4, 4+b) with
+//     [7, 7+b) of the absolute shared address (b = 3, 2, 1);
+//   - each thread of the warpgroup gets its accumulator fragment: warp w holds rows
+//     16w..16w+15; register i of lane l is row 16w + l/4 + 8*((i/2)%2), column
+//     8*(i/4) + 2*(l%4) + i%2. Positions are written here from the ISA, not from the
+//     compiler's layouts (codegen/wgmma_layout.h), so a layout bug shows up as wrong numbers;
+//   - the operands are read through the async proxy: shared memory written by st.shared or
+//     cp.async must have been fenced by its writer (fence.proxy.async) before the read;
+//   - wgmma.mma_async needs a wgmma.fence first. The emulator cannot see register accesses,
+//     so it asks for one before the first wgmma.mma_async after each wgmma.wait_group,
+//     which is what the compiler emits (stricter than PTX when accumulators stay untouched);
+//   - results are computed at the issue; what each thread read is fingerprinted, and
+//     wgmma.wait_group checks that the shared memory under every completing wgmma is
+//     unchanged: a kernel that overwrites an operand before the wait is reported.
+// Numerics as for mma.sync (runtime/emu/mma_ops.cpp): exact products, one rounding to f32;
+// s32 wraps.
+#include "runtime/emu/wgmma.h"
+
+#include <bit>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/emu/cta.h"
+#include "runtime/emu/runtime_symbols.h"
+
+namespace tilejit::emu {
+namespace {
+
+struct SharedMatrix {
+  uint32_t start = 0, leading = 0, stride = 0;
+  int swizzle_bytes = 0;  // 0: none
+};
+
+SharedMatrix decode_descriptor(uint64_t d, const char* which) {
+  // Bits 14-15, 30-31, 46-48 and 52-61 hold nothing on sm_90a.
+  constexpr uint64_t kReserved = uint64_t{3} << 14 | uint64_t{3} << 30 | uint64_t{7} << 46 | uint64_t{0x3ff} << 52;
+  if (d & kReserved) abort_thread(fmt::format("wgmma.mma_async: matrix descriptor {} {:#018x} sets reserved bits", which, d));
+  if ((d >> 49) & 7)
+    abort_thread(fmt::format("wgmma.mma_async: matrix descriptor {} {:#018x} has a base offset; the emulator supports "
+                             "matrices whose swizzle pattern starts on its repeat boundary only (base offset 0)",
+                             which, d));
+  static constexpr int kSwizzle[] = {0, 128, 64, 32};
+  return {static_cast<uint32_t>(d & 0x3fff) << 4, static_cast<uint32_t>((d >> 16) & 0x3fff) << 4,
+          static_cast<uint32_t>((d >> 32) & 0x3fff) << 4, kSwizzle[d >> 62]};
+}
+
+// The shared-window address of element (mn, k) of a matrix in its canonical layout.
+uint32_t element_address(const SharedMatrix& m, bool mn_major, uint32_t mn, uint32_t k, uint32_t bytes) {
+  uint32_t a;
+  if (m.swizzle_bytes == 0) {
+    uint32_t per_chunk = 16 / bytes;
+    a = mn_major ? m.start + (mn % per_chunk) * bytes + (mn / per_chunk) * m.stride + (k % 8) * 16 + (k / 8) * m.leading
+                 : m.start + (mn / 8) * m.stride + (mn % 8) * 16 + (k * bytes / 16) * m.leading + (k * bytes) % 16;
+    return a;
+  }
+  uint32_t span = static_cast<uint32_t>(m.swizzle_bytes), per_span = span / bytes;
+  a = mn_major ? m.start + (mn % per_span) * bytes + (mn / per_span) * m.leading + (k % 8) * span + (k / 8) * m.stride
+               : m.start + (mn / 8) * m.stride + (mn % 8) * span + k * bytes;
+  uint32_t bits_mask = span / 16 - 1;
+  return a ^ (((a >> 7) & bits_mask) << 4);
+}
+
+// Reads operand elements for one thread, checking each and fingerprinting what it read.
+class OperandReader {
+ public:
+  OperandReader(bool check_proxy) : cta_(*current().cta), check_proxy_(check_proxy) {}
+
+  uint32_t read(const SharedMatrix& m, bool mn_major, uint32_t mn, uint32_t k, int bits, const char* which) {
+    uint32_t bytes = static_cast<uint32_t>(bits / 8);
+    uint32_t a = element_address(m, mn_major, mn, k, bytes);
+    if (a + bytes > static_cast<uint64_t>(cta_.launch->shared_bytes))
+      abort_thread(fmt::format("wgmma.mma_async reads {} element ({}, {}) at shared address {:#x}, outside the CTA's {} "
+                               "bytes of shared memory", which, mn, k, a, cta_.launch->shared_bytes));
+    if (a % bytes) abort_thread(fmt::format("wgmma.mma_async: {} element at misaligned shared address {:#x}", which, a));
+    if (check_proxy_) {
+      const ProxyShadow& w = cta_.generic_writes[a / 4];
+      if (w.writer >= 0 && cta_.threads[static_cast<size_t>(w.writer)].proxy_fenced_at <= w.written_at)
+        abort_thread(fmt::format("wgmma.mma_async reads {} at shared address {:#x}, which thread {} wrote through the "
+                                 "generic proxy without a fence.proxy.async since",
+                                 which, a, w.writer));
+    }
+    uint32_t v = 0;
+    std::memcpy(&v, cta_.shared + a, bytes);
+    hash_ = (hash_ ^ (a * 0x9e3779b97f4a7c15ull) ^ v) * 0x100000001b3ull;
+    return v;
+  }
+  uint64_t hash() const { return hash_; }
+
+ private:
+  Cta& cta_;
+  bool check_proxy_;
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+// The thread's accumulator registers of D, or only the fingerprint of what they read when
+// `d` is null.
+uint64_t multiply(const WgmmaShape& s, uint64_t desc_a, uint64_t desc_b, bool scale_d, const uint32_t* c, uint32_t* d,
+                  bool check_proxy) {
+  SharedMatrix ma = decode_descriptor(desc_a, "A"), mb = decode_descriptor(desc_b, "B");
+  int t = current().thread->tid % 128, warp = t / 32, lane = t % 32;
+  int bits_a = element_bits(s.a), bits_b = element_bits(s.b);
+  OperandReader reader(check_proxy);
+  // The thread's two rows of A and n/4 columns of B, K elements each.
+  std::vector<double> a(static_cast<size_t>(2 * s.k)), b(static_cast<size_t>(s.n / 4 * s.k));
+  for (int half = 0; half < 2; ++half)
+    for (int k = 0; k < s.k; ++k) {
+      auto row = static_cast<uint32_t>(16 * warp + lane / 4 + 8 * half);
+      a[static_cast<size_t>(half * s.k + k)] =
+          s.scale_a * decode(s.a, reader.read(ma, s.a_mn_major, row, static_cast<uint32_t>(k), bits_a, "A"));
+    }
+  for (int j = 0; j < s.n / 4; ++j)
+    for (int k = 0; k < s.k; ++k) {
+      auto col = static_cast<uint32_t>(8 * (j / 2) + 2 * (lane % 4) + j % 2);
+      b[static_cast<size_t>(j * s.k + k)] =
+          s.scale_b * decode(s.b, reader.read(mb, s.b_mn_major, col, static_cast<uint32_t>(k), bits_b, "B"));
+    }
+  if (!d) return reader.hash();
+  for (int i = 0; i < s.n / 2; ++i) {
+    const double* ar = &a[static_cast<size_t>(((i >> 1) & 1) * s.k)];
+    const double* bc = &b[static_cast<size_t>(((i >> 2) * 2 + (i & 1)) * s.k)];
+    if (s.integer) {
+      int64_t sum = scale_d ? static_cast<int32_t>(c[i]) : 0;
+      for (int k = 0; k < s.k; ++k) sum += static_cast<int64_t>(ar[k]) * static_cast<int64_t>(bc[k]);
+      d[i] = static_cast<uint32_t>(sum);
+    } else {
+      double sum = scale_d ? std::bit_cast<float>(c[i]) : 0.0;
+      for (int k = 0; k < s.k; ++k) sum += ar[k] * bc[k];
+      d[i] = std::bit_cast<uint32_t>(static_cast<float>(sum));
+    }
+  }
+  return reader.hash();
+}
+
+void fence() { current().thread->wgmma_fenced = true; }
+
+void commit_group() {
+  Thread& t = *current().thread;
+  t.committed_mmas.push_back(std::move(t.open_mmas));
+  t.open_mmas.clear();
+}
+
+void fence_proxy_async_shared() {
+  Cta& cta = *current().cta;
+  current().thread->proxy_fenced_at = ++cta.proxy_clock;
+}
+
+}  // namespace
+
+void wgmma_mma_async(const WgmmaShape& shape, uint64_t desc_a, uint64_t desc_b, bool scale_d, const uint32_t* c,
+                     uint32_t* d) {
+  Thread& t = *current().thread;
+  if (!t.wgmma_fenced)
+    abort_thread("wgmma.mma_async without a wgmma.fence before it (since the start or the last wgmma.wait_group)");
+  uint64_t hash = multiply(shape, desc_a, desc_b, scale_d, c, d, /*check_proxy=*/true);
+  t.open_mmas.push_back({desc_a, desc_b, &shape, hash});
+}
+
+void wgmma_wait_group(int64_t pending) {
+  Thread& t = *current().thread;
+  while (t.committed_mmas.size() > static_cast<size_t>(std::max<int64_t>(pending, 0))) {
+    for (const AsyncMma& m : t.committed_mmas.front())
+      if (multiply(*m.shape, m.desc_a, m.desc_b, false, nullptr, nullptr, /*check_proxy=*/false) != m.operand_hash)
+        abort_thread("shared memory read by a wgmma.mma_async changed before the wgmma.wait_group that completes it");
+    t.committed_mmas.pop_front();
+  }
+  t.wgmma_fenced = false;
+}
+
+void add_wgmma_symbols(codegen::HostSymbols& out) {
+  auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };
+  add("llvm.nvvm.wgmma.fence.sync.aligned", reinterpret_cast<void*>(fence));
+  add("llvm.nvvm.wgmma.commit_group.sync.aligned", reinterpret_cast<void*>(commit_group));
+  add("llvm.nvvm.wgmma.wait_group.sync.aligned", reinterpret_cast<void*>(wgmma_wait_group));
+  add("llvm.nvvm.fence.proxy.async.shared_cta", reinterpret_cast<void*>(fence_proxy_async_shared));
+}
+
+}  // namespace tilejit::emu

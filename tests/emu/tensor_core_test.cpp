@@ -59,7 +59,18 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 128, 32, 8, 80, 144, 96, 3, true, true},
         TensorCoreCase{bf16, bf16, "sm_80", 0, 32, 64, 32, 4, 64, 64, 160, 4, false, true},
         TensorCoreCase{i8, i8, "sm_80", 0, 64, 64, 64, 4, 80, 64, 128, 3, true, true},
-        TensorCoreCase{e4m3, e4m3, "sm_89", 0, 32, 32, 32, 4, 40, 36, 70, 1, false, true}),
+        TensorCoreCase{e4m3, e4m3, "sm_89", 0, 32, 32, 32, 4, 40, 36, 70, 1, false, true},
+        // sm_90a's wgmma (M >= 64, warps in fours): 8-bit operands K-major (B stored (N, K)),
+        // warpgroups along M and along N, two instructions per warpgroup along M, the
+        // 32-byte swizzle (K = 16), rows of 256 and 512 bytes stored in 128-byte column
+        // blocks (K-major A; MN-major B whose m64n256 instruction spans four of them).
+        TensorCoreCase{i8, i8, "sm_90a", 0, 128, 64, 64, 4, 130, 70, 130, 3, true},
+        TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 64, 8, 70, 140, 100, 1, true},
+        TensorCoreCase{e5m2, e4m3, "sm_90a", 0, 128, 128, 128, 4, 128, 128, 256, 2, true},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 16, 4, 64, 64, 40},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 256, 64, 4, 64, 256, 128, 2},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 128, 64, 128, 8, 130, 64, 200, 3},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 128, 128, 64, 8, 128, 130, 96, 2, false, true}),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

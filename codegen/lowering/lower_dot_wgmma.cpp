@@ -73,6 +73,10 @@ std::vector<llvm::Value*> call_tied_asm(llvm::IRBuilder<>& b, const std::string&
 std::optional<WgmmaTiling> Lowering::wgmma_dot_tiling(const ir::Op& op) const {
   const ir::Value* a = op.operands[0];
   const ir::Value* bv = op.operands[1];
+  // wgmma reads A from shared memory here. An A computed in registers (attention's P) stays
+  // with mma.sync, which takes it from the registers as they are.
+  const ir::Op* a_def = a->def && a->def->kind == ir::OpKind::trans ? a->def->operands[0]->def : a->def;
+  if (!a_def || a_def->kind != ir::OpKind::load) return std::nullopt;
   int bits = dtype_storage_bytes(a->type.dtype) * 8;
   return wgmma_tiling(a->type.dtype, bv->type.dtype, a->type.shape[0], bv->type.shape[1], a->type.shape[1],
                       fn.num_warps, held_a(a, bits).mn_major, held_b(bv).mn_major, target);

@@ -33,7 +33,10 @@ run test_emu     $b/test_emu
 run test_autotune $b/test_autotune
 run test_autotune_emu $b/test_autotune_emu
 run test_gemm  $b/test_gemm
-for k in $($b/tilejit list | awk '{print $1}'); do $b/tilejit run "$k" --device cuda 2>&1 | tee -a "$out/run.log"; done
+for k in $($b/tilejit list | awk '{print $1}'); do
+  TILEJIT_DUMP_DIR="$out/dump" $b/tilejit run "$k" --device cuda 2>&1 | tee -a "$out/run.log"
+done
+# The PTX of every kernel built comes back in $OUT/dump: scripts/sass_report.sh shows its SASS.
 $b/demo 2>&1 | tee "$out/demo.log"
 $b/tp_mlp --device cuda 2>&1 | tee "$out/tp_mlp.log"
 run runtime_bench $b/runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

@@ -132,12 +132,12 @@ void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
 
   if (t.instr.a_kind != MmaKind::tf32) {
     // B given as trans(x) with x (N, K) goes to shared memory as x, K-contiguous rows that
-    // ldmatrix turns into B fragments directly, for 8-bit elements too.
-    const ir::Value* bt = transposed_dot_operand(bv);
-    // A given as trans(x) with x (K, M) likewise, through ldmatrix.trans (16-bit elements).
-    const ir::Value* at = t.instr.element_bits == 16 ? transposed_dot_operand(a) : nullptr;
-    const ir::Value* a_held = at ? at : a;  // what the shared A tile holds
-    const ir::Value* b_held = bt ? bt : bv;  // what the shared B tile holds
+    // ldmatrix turns into B fragments directly, for 8-bit elements too; A given as trans(x)
+    // with x (K, M) likewise, through ldmatrix.trans (16-bit elements).
+    HeldOperand ha = held_a(a, t.instr.element_bits), hb = held_b(bv);
+    const ir::Value* a_held = ha.value;  // what the shared A tile holds
+    const ir::Value* b_held = hb.value;  // what the shared B tile holds
+    bool at = ha.mn_major, bt = !hb.mn_major;
     // An operand a loop pipeline copied into shared memory is read from there.
     bool a_shared = staged_operands.count(a_held) || !in_fragment_layout(*this, a, t.a);
     bool b_shared = staged_operands.count(b_held) ||

@@ -20,23 +20,6 @@ namespace tilejit::codegen::lowering {
 
 namespace {
 
-// The operand tile a dot's A or B is read from: held as the value itself (K-major A,
-// MN-major B) or as the x of trans(x) (MN-major A, K-major B).
-struct HeldOperand {
-  const ir::Value* value;
-  bool mn_major;
-};
-
-HeldOperand held_a(const ir::Value* a, int element_bits) {
-  const ir::Value* x = element_bits == 16 ? transposed_dot_operand(a) : nullptr;
-  return x ? HeldOperand{x, true} : HeldOperand{a, false};
-}
-
-HeldOperand held_b(const ir::Value* b) {
-  const ir::Value* x = transposed_dot_operand(b);
-  return x ? HeldOperand{x, false} : HeldOperand{b, true};
-}
-
 std::string register_list(int first, int count) {
   std::string s;
   for (int i = 0; i < count; ++i) s += fmt::format("{}${}", i ? ", " : "", first + i);

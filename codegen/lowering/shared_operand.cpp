@@ -124,6 +124,16 @@ std::vector<llvm::Value*> SharedOperand::ldmatrix(int matrices, bool transpose, 
   return words;
 }
 
+HeldOperand held_a(const ir::Value* a, int element_bits) {
+  const ir::Value* x = element_bits == 16 ? transposed_dot_operand(a) : nullptr;
+  return x ? HeldOperand{x, true} : HeldOperand{a, false};
+}
+
+HeldOperand held_b(const ir::Value* b) {
+  const ir::Value* x = transposed_dot_operand(b);
+  return x ? HeldOperand{x, false} : HeldOperand{b, true};
+}
+
 OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const ir::Value* b, bool b_wanted,
                                  bool async_proxy) {
   auto staged = [&](const ir::Value* v) -> llvm::Value* {

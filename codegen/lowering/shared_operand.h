@@ -59,6 +59,16 @@ class SharedOperand {
   SwizzledTile tile_;
 };
 
+// The tile a dot's A or B is held in shared memory as: the value itself (A (M, K), K-major;
+// B (K, N), MN-major) or, for an operand given as trans(x), x (A (K, M), MN-major, 16-bit
+// elements only; B (N, K), K-major).
+struct HeldOperand {
+  const ir::Value* value;
+  bool mn_major;
+};
+HeldOperand held_a(const ir::Value* a, int element_bits);
+HeldOperand held_b(const ir::Value* b);
+
 // Where a dot's operand tiles are in shared memory: a loop pipeline's staged tile, or the
 // scratch space the value is stored into now (A first, then B). Only operands whose `wanted`
 // flag is set are placed; the others come back null. `async_proxy`: the tiles are read by

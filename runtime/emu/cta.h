@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/device.h"
@@ -49,6 +50,13 @@ struct AsyncMma {
   uint64_t operand_hash = 0;
 };
 
+// The value of one accumulator register of a wgmma.mma_async, held back until a
+// wgmma.wait_group completes its group (the register holds a placeholder until then).
+struct PendingResult {
+  uint32_t value = 0;
+  uint64_t group = 0;  // the thread's commit-group number of the wgmma that wrote it
+};
+
 struct Thread {
   int tid = 0;
   ThreadState state = ThreadState::runnable;
@@ -58,6 +66,9 @@ struct Thread {
   bool wgmma_fenced = false;                   // wgmma.fence since the last wgmma.wait_group
   std::vector<AsyncMma> open_mmas;             // wgmma.mma_async since the last commit
   std::deque<std::vector<AsyncMma>> committed_mmas;
+  uint64_t mma_groups_committed = 0, mma_groups_completed = 0;
+  std::unordered_map<uint32_t, PendingResult> pending_results;  // by placeholder
+  uint32_t next_placeholder = 0;
   uint32_t proxy_fenced_at = 0;                // the CTA's proxy clock at its last fence.proxy.async
 };
 

@@ -1,6 +1,6 @@
 // The emulator's interpreter of inline PTX: the blocks the compiler writes where LLVM has no
 // intrinsic (wgmma.mma_async; wgmma.wait_group, which takes the accumulators as operands so
-// that no use of them moves above it). host_compiler turns each asm call into a call here
+// that no use of them moves above it, and where their values land). host_compiler turns each asm call into a call here
 // with its text, its constraints and its operands as 64-bit words. A text is parsed once per
 // host thread; one the emulator does not know stops the kernel with the text in the message.
 #include <regex>
@@ -151,7 +151,12 @@ void interpret(const char* text, const char* constraints, const uint64_t* in, in
   };
   if (p.kind == InlinePtx::Kind::wait_group) {
     wgmma_wait_group(p.pending);
-    for (int i = 0; i < n_out; ++i) out[i] = value(i);
+    // Accumulators are 32-bit registers: the placeholder is the word's low half.
+    for (int i = 0; i < n_out; ++i) {
+      uint64_t word = value(i);
+      uint32_t landed = wgmma_landed(static_cast<uint32_t>(word));
+      out[i] = landed == static_cast<uint32_t>(word) ? word : landed;
+    }
     return;
   }
   bool scale_d = p.scale_d_operand >= 0 ? value(p.scale_d_operand) != 0 : p.scale_d;

@@ -18,10 +18,14 @@ struct WgmmaShape {
 };
 
 // The calling thread's part of D = A * B + (scale_d ? C : 0): c and d hold its n/2
-// accumulator registers (f32 or s32 bits).
+// accumulator registers (f32 or s32 bits). d receives placeholders; the values land at the
+// wgmma.wait_group that completes the group (runtime/emu/wgmma_ops.cpp).
 void wgmma_mma_async(const WgmmaShape& shape, uint64_t desc_a, uint64_t desc_b, bool scale_d, const uint32_t* c,
                      uint32_t* d);
 // wgmma.wait_group.sync.aligned `pending`.
 void wgmma_wait_group(int64_t pending);
+// What a register holding `word` holds after the wait: the value of a placeholder whose
+// group is complete, anything else unchanged.
+uint32_t wgmma_landed(uint32_t word);
 
 }  // namespace tilejit::emu

@@ -14,15 +14,22 @@
 //   - wgmma.mma_async needs a wgmma.fence first. The emulator cannot see register accesses,
 //     so it asks for one before the first wgmma.mma_async after each wgmma.wait_group,
 //     which is what the compiler emits (stricter than PTX when accumulators stay untouched);
-//   - results are computed at the issue; what each thread read is fingerprinted, and
-//     wgmma.wait_group checks that the shared memory under every completing wgmma is
-//     unchanged: a kernel that overwrites an operand before the wait is reported.
+//   - the product is computed at the issue from the shared memory of that moment; what each
+//     thread read is fingerprinted, and wgmma.wait_group checks that the shared memory under
+//     every completing wgmma is unchanged: a kernel that overwrites an operand before the
+//     wait is reported;
+//   - the results land at the wait: until then D's registers hold placeholders (quiet NaNs
+//     numbered in their payload), so a kernel that reads an accumulator before its
+//     wgmma.wait_group computes with NaN. A wait that takes the register as an operand
+//     delivers its value once the group is complete; a later wgmma.mma_async accumulating
+//     into the register (allowed without a wait) takes the value held back for it.
 // Numerics as for mma.sync (runtime/emu/mma_ops.cpp): exact products, one rounding to f32;
 // s32 wraps.
 #include "runtime/emu/wgmma.h"
 
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -143,6 +150,14 @@ void commit_group() {
   Thread& t = *current().thread;
   t.committed_mmas.push_back(std::move(t.open_mmas));
   t.open_mmas.clear();
+  ++t.mma_groups_committed;
+}
+
+// A quiet NaN with a payload that tells this thread's placeholders apart (never 0, so the
+// host's default NaN is not one of them).
+uint32_t placeholder(Thread& t) {
+  constexpr uint32_t kPayloads = (uint32_t{1} << 22) - 1;
+  return 0x7fc00000u | (t.next_placeholder++ % kPayloads + 1);
 }
 
 void fence_proxy_async_shared() {
@@ -157,8 +172,21 @@ void wgmma_mma_async(const WgmmaShape& shape, uint64_t desc_a, uint64_t desc_b, 
   Thread& t = *current().thread;
   if (!t.wgmma_fenced)
     abort_thread("wgmma.mma_async without a wgmma.fence before it (since the start or the last wgmma.wait_group)");
-  uint64_t hash = multiply(shape, desc_a, desc_b, scale_d, c, d, /*check_proxy=*/true);
+  int registers = shape.n / 2;
+  std::vector<uint32_t> accumulated(c, c + registers);
+  for (uint32_t& word : accumulated) {
+    auto held = t.pending_results.find(word);
+    if (held == t.pending_results.end()) continue;
+    word = held->second.value;
+    t.pending_results.erase(held);
+  }
+  std::vector<uint32_t> result(static_cast<size_t>(registers));
+  uint64_t hash = multiply(shape, desc_a, desc_b, scale_d, accumulated.data(), result.data(), /*check_proxy=*/true);
   t.open_mmas.push_back({desc_a, desc_b, &shape, hash});
+  for (int i = 0; i < registers; ++i) {
+    d[i] = placeholder(t);
+    t.pending_results[d[i]] = {result[static_cast<size_t>(i)], t.mma_groups_committed};
+  }
 }
 
 void wgmma_wait_group(int64_t pending) {
@@ -168,8 +196,18 @@ void wgmma_wait_group(int64_t pending) {
       if (multiply(*m.shape, m.desc_a, m.desc_b, false, nullptr, nullptr, /*check_proxy=*/false) != m.operand_hash)
         abort_thread("shared memory read by a wgmma.mma_async changed before the wgmma.wait_group that completes it");
     t.committed_mmas.pop_front();
+    ++t.mma_groups_completed;
   }
   t.wgmma_fenced = false;
+}
+
+uint32_t wgmma_landed(uint32_t word) {
+  Thread& t = *current().thread;
+  auto held = t.pending_results.find(word);
+  if (held == t.pending_results.end() || held->second.group >= t.mma_groups_completed) return word;
+  uint32_t value = held->second.value;
+  t.pending_results.erase(held);
+  return value;
 }
 
 void add_wgmma_symbols(codegen::HostSymbols& out) {

@@ -2,7 +2,9 @@
 // compiler writes): a 64x8x16 bf16 product read through matrix descriptors from swizzled
 // shared tiles matches the reference, and each rule the emulator enforces is planted broken
 // on purpose: no fence.proxy.async after the generic writes, no wgmma.fence, an operand
-// overwritten before the wgmma.wait_group, inline PTX the emulator does not know.
+// overwritten before the wgmma.wait_group, inline PTX the emulator does not know. Results
+// land at the wait: read earlier they are NaN, also while a later group is in flight.
+#include <cmath>
 #include <cstring>
 
 #include <gmock/gmock.h>
@@ -27,8 +29,45 @@ constexpr int64_t kSharedBytes = kOffsetB + kRowsB * kRowBytes;
 
 struct Planted {
   bool proxy_fence = true, wgmma_fence = true, overwrite_before_wait = false;
+  bool read_before_wait = false;  // store D as the wgmma.mma_async leaves it, not after the wait
+  // Two groups accumulating into the same registers; the results after `wait_group 1` go to
+  // out[512..1023], those after `wait_group 0` to out[0..511].
+  bool two_groups = false;
   std::string mma_text;  // empty: the wgmma.mma_async the compiler writes
 };
+
+constexpr const char* kQuad = "{ float, float, float, float }";
+
+// `%name = ` the asm call of `text` with four tied f32 registers (`in`: "%x" names, or
+// "0.0" constants), then %name0..3 for its results.
+std::string tied_call(const std::string& name, const std::string& text, const std::string& extra_constraints,
+                      const std::vector<std::string>& in, const std::string& extra_args) {
+  std::string ir = "  %" + name + " = call " + kQuad + " asm sideeffect \"" + text + "\", \"=f,=f,=f,=f,0,1,2,3" +
+                   extra_constraints + "\"(";
+  for (int i = 0; i < 4; ++i) ir += std::string(i ? ", " : "") + "float " + in[static_cast<size_t>(i)];
+  ir += extra_args + ")\n";
+  for (int i = 0; i < 4; ++i)
+    ir += "  %" + name + std::to_string(i) + " = extractvalue " + kQuad + " %" + name + ", " + std::to_string(i) + "\n";
+  return ir;
+}
+
+std::vector<std::string> results_of(const std::string& name) {
+  std::vector<std::string> r;
+  for (int i = 0; i < 4; ++i) r.push_back("%" + name + std::to_string(i));
+  return r;
+}
+
+// Stores the four registers of thread %t at out[first + 4t ..].
+std::string store_four(const std::string& name, int first) {
+  std::string ir;
+  for (int i = 0; i < 4; ++i) {
+    std::string n = name + std::to_string(i);
+    ir += "  %o" + n + " = add i32 %slot, " + std::to_string(first + i) + "\n  %p" + n +
+          " = getelementptr float, ptr addrspace(1) %out, i32 %o" + n + "\n  store float %" + n +
+          ", ptr addrspace(1) %p" + n + "\n";
+  }
+  return ir;
+}
 
 std::string kernel(const Planted& p) {
   // Descriptor bits: leading offset 1 (unused), stride offset 256 bytes >> 4, 32-byte swizzle.
@@ -49,6 +88,7 @@ declare void @llvm.memcpy.p3.p1.i64(ptr addrspace(3), ptr addrspace(1), i64, i1)
 define ptx_kernel void @wgmma_tile(ptr addrspace(1) %in, ptr addrspace(1) %out) {
 entry:
   %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %slot = mul i32 %t, 4
   %first = icmp eq i32 %t, 0
   br i1 %first, label %fill, label %filled
 fill:
@@ -66,24 +106,20 @@ filled:
   %wide_a = zext i32 %start_a to i64
   %wide_b = zext i32 %start_b to i64
   %desc_a = or i64 %wide_a, )" + std::to_string(static_cast<int64_t>(fixed)) + R"(
-  %desc_b = or i64 %wide_b, )" + std::to_string(static_cast<int64_t>(fixed)) + R"(
-  %d = call { float, float, float, float } asm sideeffect ")" + mma + R"(", "=f,=f,=f,=f,0,1,2,3,l,l,r"(float 0.0, float 0.0, float 0.0, float 0.0, i64 %desc_a, i64 %desc_b, i32 1)
-  call void @llvm.nvvm.wgmma.commit_group.sync.aligned()
-)" + (p.overwrite_before_wait ? "  %mine = getelementptr i32, ptr addrspace(3) @smem, i32 %t\n  store i32 0, ptr addrspace(3) %mine\n"
-                               : "") + R"(
-  %d0 = extractvalue { float, float, float, float } %d, 0
-  %d1 = extractvalue { float, float, float, float } %d, 1
-  %d2 = extractvalue { float, float, float, float } %d, 2
-  %d3 = extractvalue { float, float, float, float } %d, 3
-  %w = call { float, float, float, float } asm sideeffect "wgmma.wait_group.sync.aligned 0;", "=f,=f,=f,=f,0,1,2,3"(float %d0, float %d1, float %d2, float %d3)
-  %slot = mul i32 %t, 4
-)";
-  // The four results, one store each.
-  for (int i = 0; i < 4; ++i)
-    ir += "  %r" + std::to_string(i) + " = extractvalue { float, float, float, float } %w, " + std::to_string(i) +
-          "\n  %o" + std::to_string(i) + " = add i32 %slot, " + std::to_string(i) +
-          "\n  %p" + std::to_string(i) + " = getelementptr float, ptr addrspace(1) %out, i32 %o" + std::to_string(i) +
-          "\n  store float %r" + std::to_string(i) + ", ptr addrspace(1) %p" + std::to_string(i) + "\n";
+  %desc_b = or i64 %wide_b, )" + std::to_string(static_cast<int64_t>(fixed)) + "\n";
+  const std::string descriptors = ", i64 %desc_a, i64 %desc_b, i32 1";
+  const std::string commit = "  call void @llvm.nvvm.wgmma.commit_group.sync.aligned()\n";
+  ir += tied_call("d", mma, ",l,l,r", {"0.0", "0.0", "0.0", "0.0"}, descriptors) + commit;
+  std::string last = "d";
+  if (p.two_groups) {
+    ir += tied_call("e", mma, ",l,l,r", results_of("d"), descriptors) + commit;
+    ir += tied_call("v", "wgmma.wait_group.sync.aligned 1;", "", results_of("e"), "") + store_four("v", 512);
+    last = "v";
+  }
+  if (p.overwrite_before_wait)
+    ir += "  %mine = getelementptr i32, ptr addrspace(3) @smem, i32 %t\n  store i32 0, ptr addrspace(3) %mine\n";
+  ir += tied_call("w", "wgmma.wait_group.sync.aligned 0;", "", results_of(last), "");
+  ir += store_four(p.read_before_wait ? "d" : "w", 0);
   return ir + "  ret void\n}\n";
 }
 
@@ -95,7 +131,8 @@ uint16_t bf16_of_small_int(int v) {
 }
 
 struct Outcome {
-  std::vector<float> got, expected;
+  std::vector<float> got, expected;  // of the last wait (before it, with read_before_wait)
+  std::vector<float> after_first_wait;  // two_groups: after wait_group 1
 };
 
 Outcome run(const Planted& p) {
@@ -117,8 +154,8 @@ Outcome run(const Planted& p) {
   Device& emu = Device::emu();
   Tensor in = Tensor::empty(emu, DType::i8, {kSharedBytes});
   in.copy_from_host(image.data(), image.size());
-  Tensor out = Tensor::empty(emu, DType::f32, {128 * 4});
-  out.fill_bytes(0xff);
+  Tensor out = Tensor::empty(emu, DType::f32, {2 * 128 * 4});
+  out.fill_bytes(0x42);  // 48.56f: neither NaN nor a sum of small integers
   auto loaded = emu_load_llvm_ir(kernel(p), "wgmma_tile", 128, kSharedBytes);
   void* in_ptr = in.data();
   void* out_ptr = out.data();
@@ -126,7 +163,9 @@ Outcome run(const Planted& p) {
   emu.launch(*loaded, LaunchDims{{1, 1, 1}, {}}, args, emu.default_stream());
 
   Outcome r;
-  r.got = out.to_host<float>();
+  std::vector<float> all = out.to_host<float>();
+  r.got.assign(all.begin(), all.begin() + 512);
+  r.after_first_wait.assign(all.begin() + 512, all.end());
   for (int t = 0; t < 128; ++t)
     for (int i = 0; i < 4; ++i) {
       // The ISA's accumulator fragment: warp w rows 16w.., lane l row l/4 (+8), column 2(l%4) + i%2.
@@ -134,7 +173,7 @@ Outcome run(const Planted& p) {
       int row = 16 * warp + lane / 4 + 8 * ((i >> 1) & 1), col = 2 * (lane % 4) + (i & 1);
       int sum = 0;
       for (int k = 0; k < kK; ++k) sum += a[static_cast<size_t>(row * kK + k)] * b[static_cast<size_t>(col * kK + k)];
-      r.expected.push_back(static_cast<float>(sum));
+      r.expected.push_back(static_cast<float>(p.two_groups ? 2 * sum : sum));
     }
   return r;
 }
@@ -142,6 +181,22 @@ Outcome run(const Planted& p) {
 TEST(EmulatorWgmma, ProductThroughDescriptorsMatchesTheReference) {
   Outcome r = run(Planted{});
   EXPECT_EQ(r.got, r.expected);
+}
+
+TEST(EmulatorWgmma, ResultsReadBeforeTheWaitAreNaN) {
+  Planted p;
+  p.read_before_wait = true;
+  Outcome r = run(p);
+  for (float v : r.got) ASSERT_TRUE(std::isnan(v)) << v;
+}
+
+TEST(EmulatorWgmma, GroupsAccumulatingIntoTheSameRegistersLandAtTheirWait) {
+  Planted p;
+  p.two_groups = true;
+  Outcome r = run(p);
+  // After wait_group 1 the second group is still in flight: its registers are not there yet.
+  for (float v : r.after_first_wait) ASSERT_TRUE(std::isnan(v)) << v;
+  EXPECT_EQ(r.got, r.expected);  // both products, the second accumulated onto the first
 }
 
 TEST(EmulatorWgmma, GenericWritesWithoutProxyFenceAreReported) {

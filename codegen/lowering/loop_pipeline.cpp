@@ -129,7 +129,38 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
 }
 
 LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged)
-    : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages) {}
+    : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages) {
+  dot_in_flight_ = find_dot_in_flight();
+}
+
+const ir::Op* LoopPipeline::find_dot_in_flight() {
+  if (stages_ < 3) return nullptr;
+  const ir::Block& body = loop_.region(0);
+  const ir::Op* dot = nullptr;
+  int dots = 0;
+  ir::walk(body, [&](const ir::Op& op) {
+    if (op.kind == K::dot) ++dots, dot = &op;
+  });
+  if (dots != 1 || dot->result()->owner != &body) return nullptr;
+  std::optional<WgmmaTiling> tiling = L_.wgmma_dot_tiling(*dot);
+  if (!tiling) return nullptr;
+  auto is_staged = [&](const ir::Value* v) {
+    return std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) { return s.load->result() == v; });
+  };
+  // Operands stored into scratch per iteration would be overwritten while still being read.
+  if (!is_staged(held_a(dot->operands[0], tiling->instr.element_bits).value) || !is_staged(held_b(dot->operands[1]).value))
+    return nullptr;
+  std::map<const ir::Value*, int> uses = count_uses(L_.fn.body);
+  const ir::Value* acc = dot->operands[2];
+  const ir::Op& yield = *body.ops.back();
+  for (size_t i = 0; i + 1 < body.args.size(); ++i) {
+    if (body.args[1 + i] != acc || yield.operands[i] != dot->result()) continue;
+    if (uses[acc] != 1 || uses[dot->result()] != 1) return nullptr;
+    carried_index_ = i;
+    return dot;
+  }
+  return nullptr;
+}
 
 void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
   auto& b = L_.b;
@@ -143,7 +174,8 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   L_.scratch_offset = end;
   L_.reserve_shared(0);
   L_.barrier();  // the rings overlay scratch space that earlier lowerings may still be reading
-  for (int s = 0; s < stages_ - 1; ++s) {
+  if (dot_in_flight_) L_.dots_in_flight.insert(dot_in_flight_);
+  for (int s = 0; s < stages_ - 1 - lag(); ++s) {
     llvm::Value* iv = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), s)));
     issue(iv, b.CreateICmpSLT(iv, ub), L_.const_i32(s));
     commit();
@@ -152,14 +184,17 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
 
 void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* stage) {
   auto& b = L_.b;
-  L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2))});
+  L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2 - lag()))});
   // cp.async writes through the generic proxy; wgmma reads through the async proxy.
   if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma; }))
     L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
   L_.barrier();
-  llvm::Value* refill = b.CreateSelect(b.CreateICmpEQ(stage, L_.const_i32(0)), L_.const_i32(stages_ - 1),
-                                       b.CreateSub(stage, L_.const_i32(1)));
-  llvm::Value* ahead = b.CreateAdd(iv, b.CreateMul(step, llvm::ConstantInt::get(iv->getType(), stages_ - 1)));
+  // The slot `behind` iterations back, (stage - behind) mod S.
+  int behind = 1 + lag();
+  llvm::Value* refill = b.CreateSelect(b.CreateICmpSLT(stage, L_.const_i32(behind)),
+                                       b.CreateAdd(stage, L_.const_i32(stages_ - behind)),
+                                       b.CreateSub(stage, L_.const_i32(behind)));
+  llvm::Value* ahead = b.CreateAdd(iv, b.CreateMul(step, llvm::ConstantInt::get(iv->getType(), stages_ - behind)));
   issue(ahead, b.CreateICmpSLT(ahead, ub), refill);
   commit();
   for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
@@ -172,6 +207,13 @@ llvm::Value* LoopPipeline::next_stage(llvm::Value* stage) {
 }
 
 void LoopPipeline::finish() {
+  if (dot_in_flight_) {
+    const ir::Value* result = loop_.results[carried_index_];
+    Regs regs = L_.home(result);
+    regs.values = L_.wait_for_wgmma(0, regs.values);
+    L_.define(result, std::move(regs));
+    L_.dots_in_flight.erase(dot_in_flight_);
+  }
   L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   L_.barrier();
   for (const Staged& s : staged_) L_.staged_operands.erase(s.load->result());

@@ -12,6 +12,15 @@
 // between the wait and the barrier. Iterations past the end copy nothing (size 0), so
 // every iteration commits one group and the count stays exact. After the loop every copy is
 // waited for before the buffers are given back to the scratch space.
+//
+// With S >= 3, a wgmma dot that is the body's only dot, reads both operands from the rings
+// and accumulates into a carried value nothing else reads stays in flight across iterations
+// (Lowering::dots_in_flight): iteration i waits only for the group of i-1, so when iteration
+// i starts, the group of i-1 may still read its slot. The ring then runs one slot further
+// behind: the prologue issues 0 .. S-3, iteration i waits until at most S-3 copy groups are
+// pending and refills the slot of i-2 (whose wgmma every thread waited for before the
+// barrier) with iteration i+S-2. After the loop the last group is waited for, its
+// accumulator registers passing through the wait.
 #pragma once
 
 #include <memory>
@@ -45,6 +54,12 @@ class LoopPipeline {
   };
   LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged);
 
+  // The dot that may stay in flight across iterations (see above), or null; sets
+  // carried_index_ to the loop-carried value it accumulates into.
+  const ir::Op* find_dot_in_flight();
+  // Iterations a slot stays busy after its own: 1 while a dot stays in flight.
+  int lag() const { return dot_in_flight_ ? 1 : 0; }
+
   // Copies of iteration `iv` of every staged load into ring slot `slot`; none when !in_range.
   void issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot);
   llvm::Value* tile(const Staged& s, llvm::Value* slot);
@@ -54,6 +69,8 @@ class LoopPipeline {
   const ir::Op& loop_;
   std::vector<Staged> staged_;
   int stages_;
+  const ir::Op* dot_in_flight_ = nullptr;
+  size_t carried_index_ = 0;
   int64_t saved_scratch_offset_ = 0;
 };
 

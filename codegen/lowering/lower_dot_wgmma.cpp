@@ -4,9 +4,10 @@
 // proxy first). The accumulator stays in registers in the instruction's layout.
 //
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
-// step, commits them as one group and waits for it. LLVM has no intrinsic for
-// wgmma.mma_async, so it is inline PTX; the wait is inline PTX too and takes every
-// accumulator register as an in/out operand, so no use of the results can move above it.
+// step, commits them as one group and waits for it; in a loop whose pipeline lets the dot run
+// on (Lowering::dots_in_flight), it waits only for the previous iteration's group. LLVM has no
+// intrinsic for wgmma.mma_async, so it is inline PTX; the wait is inline PTX too and takes
+// every accumulator register as an in/out operand, so no use of the results can move above it.
 #include <fmt/format.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
@@ -132,9 +133,13 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
         for (int i = 0; i < regs; ++i) acc[static_cast<size_t>(t.acc_register(m, n, i))] = d[static_cast<size_t>(i)];
       }
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
-  acc = call_tied_asm(b, "wgmma.wait_group.sync.aligned 0;", tied_constraints(integer ? "r" : "f", static_cast<int>(acc.size())),
-                      acc, {});
-  define(op.result(), Regs{t.acc, acc});
+  define(op.result(), Regs{t.acc, wait_for_wgmma(dots_in_flight.count(&op) ? 1 : 0, acc)});
+}
+
+std::vector<llvm::Value*> Lowering::wait_for_wgmma(int pending, const std::vector<llvm::Value*>& acc) {
+  const char* kind = acc.at(0)->getType()->isIntegerTy() ? "r" : "f";
+  return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending),
+                       tied_constraints(kind, static_cast<int>(acc.size())), acc, {});
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,12 @@ class Lowering {
   // Dot operands a loop pipeline has copied into shared memory (codegen/lowering/
   // loop_pipeline.h): the value's tile for this iteration, read from there by the dot.
   std::map<const ir::Value*, llvm::Value*> staged_operands;
+  // wgmma dots whose loop pipeline lets each iteration's group run on into the next one: the
+  // dot waits only for the group before it, the pipeline for the last after the loop.
+  std::set<const ir::Op*> dots_in_flight;
+  // wgmma.wait_group `pending` with the accumulator registers `acc` passing through it (their
+  // values land there); returns them.
+  std::vector<llvm::Value*> wait_for_wgmma(int pending, const std::vector<llvm::Value*>& acc);
   // The widest access (in elements) for a load or store on `layout` (contiguity, alignment
   // and mask constancy allowing).
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);

@@ -1,10 +1,12 @@
 // The check every compile test makes of generated PTX: ptxas accepts it for its target
-// (when the toolkit is installed), and, where asked, the kernel spills no registers.
+// (when the toolkit is installed) without serializing wgmma, and, where asked, the kernel
+// spills no registers.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "codegen/compiler.h"
 #include "codegen/ptxas.h"
@@ -21,6 +23,11 @@ inline void expect_ptxas_accepts(const CompiledKernel& k, bool expect_no_spills)
   ASSERT_TRUE(r.ok) << k.name << " " << k.arch << ":\n" << r.log << "\n" << k.ptx;
   std::printf("ptxas %s %s: %d registers, %d bytes spill stores, %d bytes spill loads\n", k.name.c_str(),
               k.arch.c_str(), r.registers, r.spill_stores, r.spill_loads);
+  // ptxas inserts waits where the code touches wgmma's accumulators between the issue and the
+  // wait, or serializes the wgmmas where it cannot follow them, and says so:
+  // the overlap the compiler asked for would be lost.
+  for (const char* lost : {"warpgroup.wait is injected", "wgmma.mma_async instructions are serialized"})
+    EXPECT_EQ(r.log.find(lost), std::string::npos) << k.name << " " << k.arch << ": " << r.log;
   if (expect_no_spills) {
     EXPECT_EQ(r.spill_stores, 0) << r.log;
     EXPECT_EQ(r.spill_loads, 0) << r.log;

@@ -70,7 +70,12 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 16, 4, 64, 64, 40},
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 256, 64, 4, 64, 256, 128, 2},
         TensorCoreCase{f16, f16, "sm_90a", 0, 128, 64, 128, 8, 130, 64, 200, 3},
-        TensorCoreCase{f16, f16, "sm_90a", 0, 128, 128, 64, 8, 128, 130, 96, 2, false, true}),
+        TensorCoreCase{f16, f16, "sm_90a", 0, 128, 128, 64, 8, 128, 130, 96, 2, false, true},
+        // wgmma left in flight across iterations (3+ stages, both operands staged): int8 and
+        // fp8, a partial last K step, and a single K step with more stages than steps.
+        TensorCoreCase{i8, i8, "sm_90a", 0, 128, 64, 64, 4, 144, 80, 208, 3, true},
+        TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 32, 4, 80, 128, 112, 4, true},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 64, 64, 64, 4, false, true}),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

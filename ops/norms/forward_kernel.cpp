@@ -1,11 +1,12 @@
-// The forward kernel of layer_norm and rms_norm. Statistics in f32: LayerNorm takes the mean,
-// then the mean of the centered squares (two passes, no cancellation); RMSNorm the mean of
-// x^2. Whole rows are loaded once and kept in registers; longer rows are read once per pass.
+// The forward kernel of layer_norm and rms_norm. Statistics in f32: LayerNorm takes a first
+// mean, then the sums of the centered values and of their squares (the corrected two-pass
+// algorithm: an accurate mean, no cancellation); RMSNorm the mean of x^2. Whole rows are loaded once and kept in registers; longer rows are read once per pass.
 // The outputs (y, the statistics, an fp8 copy of y with its amax) are written in the last pass.
 #include <fmt/format.h>
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "ops/common/op_kernels.h"
 #include "ops/fp8/fp8_tiles.h"
@@ -66,27 +67,41 @@ dsl::Kernel norm_forward_kernel(const NormForwardConfig& config) {
           whole = block_at(scalar(0, DType::i32));
           whole_x = load_block(x, *whole);
         }
-        // Per-row sums of term(x block, block) over the row: (BLOCK_ROWS, 1).
-        auto row_sum = [&](const std::function<Tile(const Tile&, const RowBlock&)>& term) {
-          if (whole_row) return sum(term(whole_x, *whole), 1, true);
-          Tile acc = for_range(0, hidden, block_h, zeros({block_rows, block_h}, DType::f32), [&](Tile col, Tile acc) {
-            RowBlock b = block_at(col);
-            return acc + term(load_block(x, b), b);
-          });
-          return sum(acc, 1, true);
+        // Per-row sums over the row of each tile terms(x block, block) returns: (BLOCK_ROWS, 1) each.
+        using Terms = std::function<std::vector<Tile>(const Tile&, const RowBlock&)>;
+        auto row_sums = [&](size_t count, const Terms& terms) {
+          std::vector<Tile> acc;
+          if (whole_row) {
+            acc = terms(whole_x, *whole);
+          } else {
+            std::vector<Tile> zero(count, zeros({block_rows, block_h}, DType::f32));
+            acc = for_range(0, hidden, block_h, zero, [&](Tile col, std::vector<Tile> partial) {
+              RowBlock b = block_at(col);
+              std::vector<Tile> t = terms(load_block(x, b), b);
+              for (size_t i = 0; i < count; ++i) partial[i] = partial[i] + t[i];
+              return partial;
+            });
+          }
+          for (Tile& a : acc) a = sum(a, 1, true);
+          return acc;
         };
 
         Tile mean, rsigma;  // (BLOCK_ROWS, 1)
         if (layer) {
-          mean = row_sum([](const Tile& v, const RowBlock&) { return v; }) / n;
-          Tile var = row_sum([&](const Tile& v, const RowBlock& b) {
-                       Tile centered = where(b.mask, v - mean, 0.0);
-                       return centered * centered;
-                     }) /
-                     n;
-          rsigma = rsqrt(var + eps);
+          // The corrected two-pass algorithm: the sum of d = x - rough_mean recovers the rounding
+          // of the first mean (which rsigma amplifies where the row is far from zero), and
+          // var = mean(d^2) - mean(d)^2 has no cancellation because mean(d) is tiny.
+          Tile rough_mean = row_sums(1, [](const Tile& v, const RowBlock&) { return std::vector<Tile>{v}; })[0] / n;
+          std::vector<Tile> d_sums = row_sums(2, [&](const Tile& v, const RowBlock& b) {
+            Tile d = where(b.mask, v - rough_mean, 0.0);
+            return std::vector<Tile>{d, d * d};
+          });
+          Tile shift = d_sums[0] / n;
+          mean = rough_mean + shift;
+          Tile var = d_sums[1] / n - shift * shift;
+          rsigma = rsqrt(where(var < 0.0, 0.0, var) + eps);  // rounding can leave a constant row's var just below 0
         } else {
-          rsigma = rsqrt(row_sum([](const Tile& v, const RowBlock&) { return v * v; }) / n + eps);
+          rsigma = rsqrt(row_sums(1, [](const Tile& v, const RowBlock&) { return std::vector<Tile>{v * v}; })[0] / n + eps);
         }
 
         // Writes one block of y (and its fp8 copy); returns the block's amax bits.

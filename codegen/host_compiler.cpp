@@ -223,7 +223,8 @@ void add_entry(llvm::Module& m, llvm::Function* kernel) {
   std::vector<llvm::Value*> args;
   for (llvm::Argument& param : kernel->args()) {
     llvm::Value* slot = b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, entry->getArg(0), param.getArgNo()));
-    args.push_back(b.CreateLoad(param.getType(), slot, param.getName()));
+    // A by-value parameter (a tensor map) is passed as the address of its value.
+    args.push_back(param.hasByValAttr() ? slot : b.CreateLoad(param.getType(), slot, param.getName()));
   }
   b.CreateCall(kernel, args);
   b.CreateRetVoid();

@@ -481,6 +481,21 @@ Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc l) {
   return emit(OpKind::load, {t[0].value(), t[2].value(), t[1].value()}, type, loc);
 }
 
+Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc l) {
+  SourceLoc loc = at(l);
+  if (!desc.type().descriptor) user_error("desc_load", loc, "expects a tensor descriptor, got {}", desc.type().str());
+  if (offsets.size() != desc.shape().size())
+    user_error("desc_load", loc, "{} offsets for a descriptor of rank {} ({})", offsets.size(), desc.shape().size(),
+               desc.type().str());
+  std::vector<ir::Value*> operands{desc.value()};
+  for (const Operand& o : offsets) {
+    Tile t = o.is_tile() ? o.tile() : constant(o.value(), ir::Type::scalar(DType::i32), "desc_load", loc);
+    require(t.type() == ir::Type::scalar(DType::i32), "desc_load", loc, "i32 scalar offsets", t);
+    operands.push_back(t.value());
+  }
+  return emit(OpKind::desc_load, std::move(operands), ir::Type{desc.dtype(), false, desc.shape()}, loc);
+}
+
 void store(const Tile& ptr, const Operand& value, Loc l) {
   auto t = memory_operands("store", ptr, {&value}, nullptr, at(l));
   append_op(OpKind::store, {t[0].value(), t[1].value()}, {}, at(l));

@@ -90,6 +90,9 @@ Tile load(const Tile& ptr, const Tile& mask, Loc loc = Loc::current());
 Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc loc = Loc::current());
 void store(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
+// The block of a TensorDesc's tensor whose first element is at `offsets` (row, column; i32,
+// any value): a tile of the descriptor's block shape, elements outside the tensor reading 0.
+Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc loc = Loc::current());
 // Atomics on global memory (relaxed, device scope); each returns the old values.
 Tile atomic_add(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 Tile atomic_add(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());

@@ -17,9 +17,21 @@ int64_t Type::numel() const {
 }
 
 std::string Type::str() const {
+  if (descriptor) return fmt::format("desc<{}{}{}>", shape_str(shape), shape.empty() ? "" : "x", dtype_name(dtype));
   std::string elem = pointer ? fmt::format("ptr<{}>", dtype_name(dtype)) : std::string(dtype_name(dtype));
   if (is_scalar()) return elem;
   return fmt::format("tile<{}x{}>", shape_str(shape), elem);
+}
+
+std::string descriptor_block_problem(DType dtype, const Shape& block) {
+  if (dtype == DType::i1) return "i1 tensors have no descriptors";
+  if (block.size() != 2) return fmt::format("the block must have 2 dims, got [{}]", shape_str(block));
+  for (int64_t d : block)
+    if (d < 1 || d > 256 || (d & (d - 1)))
+      return fmt::format("block dims must be powers of two up to 256, got [{}]", shape_str(block));
+  if (block[1] * dtype_storage_bytes(dtype) < 16)
+    return fmt::format("a block row must hold at least 16 bytes, got {} {} elements", block[1], dtype_name(dtype));
+  return {};
 }
 
 namespace {
@@ -28,7 +40,7 @@ constexpr std::array kOpNames = {
     "reshape", "trans", "add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or",
     "xor", "shl", "shr", "cmp", "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "rsqrt", "sin", "cos", "tanh", "erf", "rint", "sigmoid", "fma", "select", "cast", "bitcast",
-    "addptr", "load", "store", "atomic_add", "atomic_max", "atomic_cas", "reduce", "dot", "for",
+    "addptr", "load", "store", "atomic_add", "atomic_max", "atomic_cas", "desc_load", "reduce", "dot", "for",
     "if", "yield", "print",
 };
 static_assert(kOpNames.size() == static_cast<size_t>(OpKind::print) + 1);

@@ -20,24 +20,34 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& shape);  // "64x32"
 
 // A value's type. A pointer type points at `dtype` in global memory. A tile type has a
-// non-empty shape of power-of-two sizes; a scalar type has an empty shape.
+// non-empty shape of power-of-two sizes; a scalar type has an empty shape. A descriptor
+// (a kernel parameter only) names a 2-D tensor of `dtype` in global memory that desc_load
+// reads blocks of; its shape is the block shape, which the launch's descriptor argument
+// fixes (empty until the kernel is specialized for one).
 struct Type {
   DType dtype = DType::f32;
   bool pointer = false;
   Shape shape;
+  bool descriptor = false;
 
   static Type scalar(DType d) { return Type{d, false, {}}; }
   static Type pointer_to(DType d) { return Type{d, true, {}}; }
-  bool is_scalar() const { return shape.empty(); }
-  bool is_tile() const { return !shape.empty(); }
+  static Type descriptor_of(DType d, Shape block = {}) { return Type{d, false, std::move(block), true}; }
+  bool is_scalar() const { return shape.empty() && !descriptor; }
+  bool is_tile() const { return !shape.empty() && !descriptor; }
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t numel() const;
   Type with_shape(Shape s) const { return Type{dtype, pointer, std::move(s)}; }
   Type with_dtype(DType d) const { return Type{d, pointer, shape}; }
   Type element() const { return Type{dtype, pointer, {}}; }
-  std::string str() const;  // "f32", "ptr<f16>", "tile<64x32xf32>", "tile<64xptr<f32>>"
+  // "f32", "ptr<f16>", "tile<64x32xf32>", "tile<64xptr<f32>>", "desc<64x32xbf16>"
+  std::string str() const;
   bool operator==(const Type&) const = default;
 };
+
+// Why a descriptor of `dtype` cannot have `block` as its block shape (rank 2, powers of two
+// up to 256 per dim, rows of at least 16 bytes: what one TMA box holds); empty when it can.
+std::string descriptor_block_problem(DType dtype, const Shape& block);
 
 enum class OpKind : uint8_t {
   // Constants, ids, index tiles.
@@ -56,6 +66,9 @@ enum class OpKind : uint8_t {
   cast, bitcast,
   // Memory.
   addptr, load, store, atomic_add, atomic_max, atomic_cas,
+  // A block of a descriptor's tensor at the given element offsets (one i32 scalar per dim);
+  // elements outside the tensor read zero.
+  desc_load,
   // Reductions and matrix product.
   reduce, dot,
   // Control flow.
@@ -120,6 +133,7 @@ struct ArgFacts {
   bool equals_one = false;     // integer argument == 1: folded to a constant
   bool divisible_by_16 = false;  // integer argument % 16 == 0
   bool aligned_16 = false;     // pointer argument 16-byte aligned
+  Shape block;                 // descriptor argument: its block shape
   bool operator==(const ArgFacts&) const = default;
 };
 

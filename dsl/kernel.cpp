@@ -83,7 +83,17 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
   std::vector<Tile> args;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!facts.empty()) fn->params[i].facts = facts[i];
-    ir::Value* v = fn->new_value(params_[i].type, &fn->body, nullptr);
+    ir::Param& p = fn->params[i];
+    if (p.type.descriptor) {
+      if (p.facts.block.size() != 2)
+        fail("kernel {}: descriptor parameter '{}' needs its block shape (rows, columns), which the launch's "
+             "TensorDescriptor gives; got [{}]",
+             name_, p.name, ir::shape_str(p.facts.block));
+      if (std::string problem = ir::descriptor_block_problem(p.type.dtype, p.facts.block); !problem.empty())
+        fail("kernel {}: descriptor parameter '{}': {}", name_, p.name, problem);
+      p.type.shape = p.facts.block;
+    }
+    ir::Value* v = fn->new_value(p.type, &fn->body, nullptr);
     v->name = params_[i].name;
     fn->body.args.push_back(v);
     args.emplace_back(v);

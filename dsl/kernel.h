@@ -35,6 +35,15 @@ struct Scalar : Tile {
   static ir::Type param_type() { return ir::Type::scalar(D); }
 };
 
+// A 2-D tensor of D in global memory that the kernel reads blocks of with desc_load; the
+// launch passes a TensorDescriptor (runtime/tensor_descriptor.h), whose block shape the
+// kernel is specialized for. On sm_90 the blocks arrive by TMA.
+template <DType D>
+struct TensorDesc : Tile {
+  explicit TensorDesc(const Tile& t) : Tile(t) {}
+  static ir::Type param_type() { return ir::Type::descriptor_of(D); }
+};
+
 struct ConstantDecl {
   std::string name;
   int64_t default_value;
@@ -99,7 +108,7 @@ struct CallableArgs<R (*)(const Constants&, A...)> {
 };
 }  // namespace detail
 
-// Defines a kernel from a callable `(const Constants&, Ptr<..>/Scalar<..>...)`; `names`
+// Defines a kernel from a callable `(const Constants&, Ptr<..>/Scalar<..>/TensorDesc<..>...)`; `names`
 // names its parameters in order.
 template <typename F>
 Kernel define_kernel(std::string name, std::vector<std::string> names, std::vector<ConstantDecl> constants,

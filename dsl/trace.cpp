@@ -17,6 +17,8 @@ ir::Op& append_op(ir::OpKind kind, std::vector<ir::Value*> operands, std::vector
                   const SourceLoc& loc) {
   TraceState& trace = current_trace(ir::op_name(kind), loc);
   for (ir::Value* v : operands) {
+    if (v->type.descriptor && kind != ir::OpKind::desc_load)
+      user_error(ir::op_name(kind), loc, "a tensor descriptor ({}) can only be read with desc_load", v->type.str());
     if (!v->owner->encloses(trace.block))
       user_error(ir::op_name(kind), loc,
                  "operand of type {} is used outside the loop or branch that defines it; "

@@ -120,6 +120,14 @@ class Verifier {
         if (op.operands.size() > 1) expect(operand(1) == result().with_dtype(DType::i1), op, "load mask type");
         if (op.operands.size() > 2) expect(operand(2) == result(), op, "load other type");
         break;
+      case OpKind::desc_load:
+        counts(op, 3, 3, 1);
+        expect(operand(0).descriptor && descriptor_block_problem(operand(0).dtype, operand(0).shape).empty(), op,
+               "desc_load descriptor type");
+        expect(operand(1) == Type::scalar(DType::i32) && operand(2) == Type::scalar(DType::i32), op,
+               "desc_load offsets must be i32 scalars");
+        expect(result() == Type{operand(0).dtype, false, operand(0).shape}, op, "desc_load types");
+        break;
       case OpKind::store:
         counts(op, 2, 3, 0);
         expect(operand(0).pointer && operand(1) == Type{operand(0).dtype, false, operand(0).shape}, op, "store types");

@@ -12,6 +12,7 @@
 
 #include "dsl/ir.h"
 #include "dsl/kernel.h"
+#include "runtime/tensor_descriptor.h"
 
 namespace tilejit {
 
@@ -147,7 +148,12 @@ class Device {
   virtual void remove_external_memory(const void* /*begin*/) {}
 
   virtual std::shared_ptr<LoadedKernel> load(const KernelRequest& request) = 0;
-  // `args` follows cuLaunchKernel's convention: one pointer to each argument's value.
+  // The tensor map the TMA copies of `descriptor`'s blocks read on this device (the
+  // emulator's own format; zeros on a GPU without TMA, whose kernels read blocks without it).
+  // `descriptor` has passed its check().
+  virtual TensorMap encode_tensor_map(const TensorDescriptor& descriptor) = 0;
+  // `args` follows cuLaunchKernel's convention: one pointer to each argument's value; a
+  // TensorDesc parameter takes five: its TensorMap, then TensorDescriptorParams' fields.
   virtual void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream& stream) = 0;
 
   // Used by Stream and Event; not for users.

@@ -1,5 +1,6 @@
 #include "runtime/jit.h"
 
+#include <array>
 #include <bitset>
 #include <map>
 #include <mutex>
@@ -8,12 +9,23 @@ namespace tilejit {
 namespace {
 
 constexpr size_t kMaxParams = 64;
-using SpecializationKey = std::bitset<2 * kMaxParams>;  // two bits per parameter
+constexpr size_t kMaxDescriptors = 8;
+// Kernel parameters a TensorDesc parameter becomes: its tensor map, data, rows, columns, row stride.
+constexpr size_t kParamsPerDescriptor = 5;
+
+// What a launch's arguments specialize the kernel for: two bits per parameter, and the block
+// shape of each descriptor argument.
+struct SpecializationKey {
+  std::bitset<2 * kMaxParams> bits;
+  std::array<int64_t, 2 * kMaxDescriptors> blocks{};
+  bool operator==(const SpecializationKey&) const = default;
+};
 
 // What one parameter accepts, precomputed from the signature.
 struct ParamCheck {
   std::string name;
   bool pointer = false;
+  bool descriptor = false;
   DType dtype = DType::i32;
 };
 
@@ -23,11 +35,14 @@ std::string with_article(std::string_view dtype) {
 }
 
 std::string type_name(const ParamCheck& p) {
-  return fmt::format("{} {}", with_article(dtype_name(p.dtype)), p.pointer ? "pointer" : "scalar");
+  return fmt::format("{} {}", with_article(dtype_name(p.dtype)),
+                     p.pointer ? "pointer" : p.descriptor ? "tensor descriptor" : "scalar");
 }
 
 bool accepts(const ParamCheck& p, const KernelArg& a) {
   using K = KernelArg::Kind;
+  if (p.descriptor) return a.kind() == K::tensor_descriptor && a.dtype() == p.dtype;
+  if (a.kind() == K::tensor_descriptor) return false;
   if (p.pointer) return a.kind() == K::untyped_pointer || (a.kind() == K::pointer && a.dtype() == p.dtype);
   switch (p.dtype) {
     case DType::i32: return a.kind() == K::i32;
@@ -50,6 +65,7 @@ std::string KernelArg::describe() const {
     case Kind::i32: return "an i32 scalar";
     case Kind::i64: return "an i64 scalar";
     case Kind::f32: return "an f32 scalar";
+    case Kind::tensor_descriptor: return with_article(dtype_name(dtype_)) + " tensor descriptor";
   }
   return "?";
 }
@@ -86,23 +102,30 @@ struct BoundKernel::State {
       fail("kernel {}: {} argument{} given, it takes {} ({})", kernel->name(), args.size(), args.size() == 1 ? "" : "s",
            params.size(), names);
     }
-    for (size_t i = 0; i < args.size(); ++i)
+    for (size_t i = 0; i < args.size(); ++i) {
       if (!accepts(params[i], args[i]))
         fail("kernel {}: argument {} ('{}') must be {}, got {}", kernel->name(), i, params[i].name, type_name(params[i]),
              args[i].describe());
+      if (params[i].descriptor) args[i].descriptor().check();
+    }
   }
 
   // Two bits per parameter: pointer aligned to 16 bytes; integer == 1, integer % 16 == 0.
+  // The block shape of each descriptor.
   SpecializationKey specialization(std::span<const KernelArg> args) const {
     SpecializationKey key;
+    size_t descriptors = 0;
     for (size_t i = 0; i < args.size(); ++i) {
       const KernelArg& a = args[i];
-      if (params[i].pointer) {
-        key[2 * i] = a.bits() % 16 == 0;
+      if (params[i].descriptor) {
+        key.blocks[2 * descriptors] = a.descriptor().block[0];
+        key.blocks[2 * descriptors++ + 1] = a.descriptor().block[1];
+      } else if (params[i].pointer) {
+        key.bits[2 * i] = a.bits() % 16 == 0;
       } else if (params[i].dtype != DType::f32) {
         int64_t v = integer_value(a);
-        key[2 * i] = v == 1;
-        key[2 * i + 1] = v % 16 == 0;
+        key.bits[2 * i] = v == 1;
+        key.bits[2 * i + 1] = v % 16 == 0;
       }
     }
     return key;
@@ -110,9 +133,11 @@ struct BoundKernel::State {
 
   std::vector<ir::ArgFacts> facts(const SpecializationKey& key) const {
     std::vector<ir::ArgFacts> out(params.size());
+    size_t descriptors = 0;
     for (size_t i = 0; i < params.size(); ++i) {
-      bool low = key[2 * i], high = key[2 * i + 1];
-      if (params[i].pointer) out[i].aligned_16 = low;
+      bool low = key.bits[2 * i], high = key.bits[2 * i + 1];
+      if (params[i].descriptor) out[i].block = {key.blocks[2 * descriptors], key.blocks[2 * descriptors++ + 1]};
+      else if (params[i].pointer) out[i].aligned_16 = low;
       else out[i].equals_one = low, out[i].divisible_by_16 = high;
     }
     return out;
@@ -141,8 +166,24 @@ struct BoundKernel::State {
 void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<const KernelArg> args) const {
   Device& device = stream.device();
   std::shared_ptr<LoadedKernel> k = state_->get(device, args);
-  void* values[kMaxParams];
-  for (size_t i = 0; i < args.size(); ++i) values[i] = const_cast<void*>(args[i].value());
+  void* values[kMaxParams + (kParamsPerDescriptor - 1) * kMaxDescriptors];
+  TensorMap maps[kMaxDescriptors];
+  TensorDescriptorParams descriptors[kMaxDescriptors];
+  size_t n = 0, d = 0;
+  for (const KernelArg& a : args) {
+    if (a.kind() != KernelArg::Kind::tensor_descriptor) {
+      values[n++] = const_cast<void*>(a.value());
+      continue;
+    }
+    const TensorDescriptor& desc = a.descriptor();
+    maps[d] = device.encode_tensor_map(desc);
+    TensorDescriptorParams& p = descriptors[d];
+    p = {desc.data, static_cast<int32_t>(desc.shape[0]), static_cast<int32_t>(desc.shape[1]), desc.row_stride};
+    for (void* v : {static_cast<void*>(&maps[d]), static_cast<void*>(&p.data), static_cast<void*>(&p.rows),
+                    static_cast<void*>(&p.columns), static_cast<void*>(&p.row_stride)})
+      values[n++] = v;
+    ++d;
+  }
   device.launch(*k, dims, values, stream);
 }
 
@@ -167,7 +208,14 @@ struct JitKernel::State {
 JitKernel::JitKernel(dsl::Kernel kernel) : state_(std::make_shared<State>()) {
   if (kernel.params().size() > kMaxParams)
     fail("kernel {}: {} parameters; the launch API supports up to {}", kernel.name(), kernel.params().size(), kMaxParams);
-  for (const ir::Param& p : kernel.params()) state_->params.push_back({p.name, p.type.pointer, p.type.dtype});
+  size_t descriptors = 0;
+  for (const ir::Param& p : kernel.params()) {
+    state_->params.push_back({p.name, p.type.pointer, p.type.descriptor, p.type.dtype});
+    descriptors += p.type.descriptor;
+  }
+  if (descriptors > kMaxDescriptors)
+    fail("kernel {}: {} tensor descriptor parameters; the launch API supports up to {}", kernel.name(), descriptors,
+         kMaxDescriptors);
   state_->kernel = std::make_shared<const dsl::Kernel>(std::move(kernel));
 }
 

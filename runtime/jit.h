@@ -20,6 +20,7 @@
 
 #include "dsl/kernel.h"
 #include "runtime/device.h"
+#include "runtime/tensor_descriptor.h"
 
 namespace tilejit {
 
@@ -40,10 +41,11 @@ constexpr DType dtype_of() {
 }  // namespace detail
 
 // One launch argument: a device pointer (typed, or untyped for element types C++ has no
-// type for) or a scalar.
+// type for), a scalar, or a tensor descriptor (referred to, not copied: it must outlive the
+// launch call).
 class KernelArg {
  public:
-  enum class Kind : uint8_t { pointer, untyped_pointer, i32, i64, f32 };
+  enum class Kind : uint8_t { pointer, untyped_pointer, i32, i64, f32, tensor_descriptor };
 
   template <typename T>
     requires detail::has_dtype<std::remove_const_t<T>>
@@ -55,6 +57,8 @@ class KernelArg {
   KernelArg(int64_t v) : kind_(Kind::i64) { set(v); }  // NOLINT
   KernelArg(float v) : kind_(Kind::f32) { set(v); }    // NOLINT
   KernelArg(const Tensor& t);                          // NOLINT: its data pointer, typed by its dtype
+  KernelArg(const TensorDescriptor& d)                 // NOLINT
+      : kind_(Kind::tensor_descriptor), dtype_(d.dtype), descriptor_(&d) {}
   // A pointer to elements of `dtype` (f16, bf16, fp8, ... have no C++ type).
   static KernelArg pointer(void* device_pointer, DType dtype);
   // A pointer whose element type is not checked.
@@ -64,6 +68,7 @@ class KernelArg {
   DType dtype() const { return dtype_; }
   uint64_t bits() const { return bits_; }
   const void* value() const { return &bits_; }
+  const TensorDescriptor& descriptor() const { return *descriptor_; }  // Kind::tensor_descriptor only
   std::string describe() const;  // "an f32 pointer", "an i32 scalar", ...
 
  private:
@@ -76,6 +81,7 @@ class KernelArg {
   Kind kind_;
   DType dtype_ = DType::i32;
   uint64_t bits_ = 0;
+  const TensorDescriptor* descriptor_ = nullptr;
 };
 
 // A kernel with its constants fixed. Cheap to copy; copies share the compiled kernels.

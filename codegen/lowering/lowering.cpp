@@ -286,6 +286,7 @@ void Lowering::lower_op(const ir::Op& op) {
     case K::trans: lower_shape_op(op); return;
     case K::load:
     case K::store: lower_memory(op); return;
+    case K::desc_load: lower_desc_load(op); return;
     case K::atomic_add:
     case K::atomic_max:
     case K::atomic_cas: lower_atomic(op); return;
@@ -300,19 +301,42 @@ void Lowering::lower_op(const ir::Op& op) {
 }
 
 LoweredKernel Lowering::run() {
+  // A TensorDesc parameter becomes five: its tensor map, data, rows, columns, row stride.
+  auto* map_type = llvm::ArrayType::get(b.getInt8Ty(), kTensorMapBytes);
   std::vector<llvm::Type*> params;
-  for (auto& p : fn.params) params.push_back(llvm_type(p.type));
+  std::vector<unsigned> first_arg;  // of each IR parameter
+  for (auto& p : fn.params) {
+    first_arg.push_back(static_cast<unsigned>(params.size()));
+    if (!p.type.descriptor) {
+      params.push_back(llvm_type(p.type));
+      continue;
+    }
+    params.insert(params.end(), {llvm::PointerType::get(ctx, 0), llvm::PointerType::get(ctx, 1), b.getInt32Ty(),
+                                 b.getInt32Ty(), b.getInt64Ty()});
+  }
   auto* type = llvm::FunctionType::get(b.getVoidTy(), params, false);
   kernel_ = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, fn.name, module_.get());
   kernel_->setCallingConv(llvm::CallingConv::PTX_Kernel);
   kernel_->addFnAttr("nvvm.maxntid", std::to_string(32 * fn.num_warps));
   for (size_t i = 0; i < fn.params.size(); ++i) {
-    llvm::Argument* arg = kernel_->getArg(static_cast<unsigned>(i));
-    arg->setName(fn.params[i].name);
-    if (fn.params[i].type.pointer) {
+    const ir::Param& p = fn.params[i];
+    llvm::Argument* arg = kernel_->getArg(first_arg[i]);
+    arg->setName(p.name);
+    if (p.type.pointer) {
       arg->addAttr(llvm::Attribute::NoUndef);
-      if (fn.params[i].facts.aligned_16) arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+      if (p.facts.aligned_16) arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
     }
+    if (!p.type.descriptor) continue;
+    // The map stays in the parameter space (TMA reads it there), never copied to local memory.
+    arg->setName(p.name + ".map");
+    arg->addAttr(llvm::Attribute::getWithByValType(ctx, map_type));
+    arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+    arg->addAttr(llvm::Attribute::get(ctx, "nvvm.grid_constant"));
+    const char* parts[] = {".data", ".rows", ".columns", ".row_stride"};
+    for (unsigned k = 0; k < 4; ++k) kernel_->getArg(first_arg[i] + 1 + k)->setName(p.name + parts[k]);
+    kernel_->getArg(first_arg[i] + 1)->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+    descriptors[fn.body.args[i]] = {arg, kernel_->getArg(first_arg[i] + 1), kernel_->getArg(first_arg[i] + 2),
+                                    kernel_->getArg(first_arg[i] + 3), kernel_->getArg(first_arg[i] + 4)};
   }
 
   entry_ = llvm::BasicBlock::Create(ctx, "entry", kernel_);
@@ -325,7 +349,8 @@ LoweredKernel Lowering::run() {
   b.SetInsertPoint(body);
 
   for (size_t i = 0; i < fn.params.size(); ++i) {
-    llvm::Value* arg = kernel_->getArg(static_cast<unsigned>(i));
+    if (fn.params[i].type.descriptor) continue;  // read through `descriptors`
+    llvm::Value* arg = kernel_->getArg(first_arg[i]);
     if (fn.params[i].facts.equals_one) arg = llvm::ConstantInt::get(arg->getType(), 1);
     define_scalar(fn.body.args[i], arg);
   }

@@ -41,6 +41,17 @@ struct Regs {
   std::vector<llvm::Value*> values;
 };
 
+// What a TensorDesc parameter arrives as: its tensor map (a grid-constant parameter, read by
+// TMA) and the tensor's address, dims and row stride in elements (read by other targets).
+inline constexpr uint64_t kTensorMapBytes = 128;
+struct DescriptorArgs {
+  llvm::Value* map = nullptr;
+  llvm::Value* data = nullptr;
+  llvm::Value* rows = nullptr;        // i32
+  llvm::Value* columns = nullptr;     // i32
+  llvm::Value* row_stride = nullptr;  // i64
+};
+
 class Lowering {
  public:
   Lowering(const ir::Function& fn, const Target& target, llvm::LLVMContext& context);
@@ -107,6 +118,11 @@ class Lowering {
   llvm::Value* program_index(bool count, int axis);  // ctaid / nctaid on an axis
   llvm::Value* const_i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
 
+  // The parameters of each TensorDesc parameter of the kernel.
+  std::map<const ir::Value*, DescriptorArgs> descriptors;
+  // Whether blocks of tensor descriptors travel by TMA on this target.
+  bool has_tma() const { return target.compute_capability >= 90; }
+
   const AxisAnalysis& axis() const { return axis_; }
 
   // The tensor-core tiling of a dot on this target, or nullopt for the CUDA-core lowering.
@@ -151,6 +167,7 @@ class Lowering {
   void lower_shape_op(const ir::Op& op);
   void lower_constant_like(const ir::Op& op);
   void lower_memory(const ir::Op& op);
+  void lower_desc_load(const ir::Op& op);
   void lower_atomic(const ir::Op& op);
   void lower_reduce(const ir::Op& op);
   void lower_dot(const ir::Op& op);

@@ -27,14 +27,34 @@ llvm::Value* SharedOperand::n_block(const MmaTiling& t, int rep_n) {
                      b.CreateMul(b.CreateLShr(L_.lane_id(), L_.const_i32(4)), L_.const_i32(t.warps_n)));
 }
 
-void SharedOperand::store(const ir::Value* v) {
-  auto& b = L_.b;
-  const Regs& regs = L_.home(v);
-  const LinearLayout& layout = regs.layout;
+int SharedOperand::row_vector(const LinearLayout& layout) const {
   // Register bit i steps 2^i along the row for the first log2(vec) bits.
   int vec = 1;
   for (size_t bit = 0; bit < layout.reg.size() && vec * element_bytes_ < 16 && layout.reg[bit] == Coord{0, vec}; ++bit)
     vec *= 2;
+  return vec;
+}
+
+std::vector<llvm::Value*> SharedOperand::load(const LinearLayout& layout, llvm::Type* elem) {
+  auto& b = L_.b;
+  int vec = row_vector(layout);
+  llvm::Type* access = vec > 1 ? llvm::FixedVectorType::get(elem, static_cast<unsigned>(vec)) : elem;
+  std::vector<llvm::Value*> values(static_cast<size_t>(layout.num_regs()));
+  for (int r = 0; r < layout.num_regs(); r += vec) {
+    std::vector<llvm::Value*> c = L_.coords(layout, r);
+    llvm::Value* loaded = b.CreateAlignedLoad(access, address(c[0], b.CreateMul(c[1], L_.const_i32(element_bytes_))),
+                                              llvm::Align(static_cast<uint64_t>(vec * element_bytes_)));
+    for (int i = 0; i < vec; ++i)
+      values[static_cast<size_t>(r + i)] = vec > 1 ? b.CreateExtractElement(loaded, static_cast<uint64_t>(i)) : loaded;
+  }
+  return values;
+}
+
+void SharedOperand::store(const ir::Value* v) {
+  auto& b = L_.b;
+  const Regs& regs = L_.home(v);
+  const LinearLayout& layout = regs.layout;
+  int vec = row_vector(layout);
   std::vector<bool> duplicate = layout.duplicate_registers();
   llvm::Type* elem = regs.values[0]->getType();
   for (int r = 0; r < layout.num_regs(); r += vec) {

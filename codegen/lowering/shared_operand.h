@@ -27,6 +27,8 @@ class SharedOperand {
   // Every thread writes the elements of `v` it holds; runs of registers that are consecutive
   // along the row (a thread's vector) go out as one store of up to 16 bytes.
   void store(const ir::Value* v);
+  // The elements every thread holds in `layout` (of the tile's shape), as `elem` registers.
+  std::vector<llvm::Value*> load(const LinearLayout& layout, llvm::Type* elem);
 
   // The A words of instruction (rep_m, rep_k) (ldmatrix.x4).
   std::vector<llvm::Value*> a_words(const MmaTiling& t, int rep_m, int rep_k);
@@ -46,6 +48,8 @@ class SharedOperand {
   llvm::Value* address(llvm::Value* row, llvm::Value* col_byte);
 
  private:
+  // How many consecutive registers of `layout` hold consecutive elements of a row, up to 16 bytes.
+  int row_vector(const LinearLayout& layout) const;
   // The first M row of the calling warp's 16-row block of instruction row rep_m.
   llvm::Value* m_block_row(const MmaTiling& t, int rep_m);
   // The 8-column N block whose rows or columns the calling lane addresses for instruction

@@ -19,6 +19,7 @@ std::vector<ir::Param> NamedArguments::params() const {
       case KernelArg::Kind::i32: type = ir::Type::scalar(DType::i32); break;
       case KernelArg::Kind::i64: type = ir::Type::scalar(DType::i64); break;
       case KernelArg::Kind::f32: type = ir::Type::scalar(DType::f32); break;
+      case KernelArg::Kind::tensor_descriptor: type = ir::Type::descriptor_of(v.dtype()); break;
       case KernelArg::Kind::untyped_pointer: fail("kernel argument {} has no element type", names_[i]);
     }
     params.push_back(ir::Param{names_[i], type, {}});

@@ -11,6 +11,7 @@
 #include "dsl/log.h"
 #include "runtime/cuda/cuda_compile.h"
 #include "runtime/cuda/driver_api.h"
+#include "runtime/cuda/tensor_map_encoding.h"
 #include "runtime/kernel_cache.h"
 
 namespace tilejit {
@@ -132,6 +133,10 @@ class CudaDevice final : public Device {
   void synchronize() override;
 
   std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override;
+  TensorMap encode_tensor_map(const TensorDescriptor& descriptor) override {
+    // Kernels for GPUs without TMA read the blocks through the other parameters.
+    return info_.cc_major >= 9 ? encode_tiled_tensor_map(descriptor) : TensorMap{};
+  }
   void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream& stream) override;
 
   void destroy_stream(void* handle) override;

@@ -45,6 +45,7 @@
   X(cuFuncGetAttribute)                  \
   X(cuLaunchKernel)                      \
   X(cuLaunchKernelEx)                    \
+  X(cuTensorMapEncodeTiled)              \
   X(cuGetErrorName)                      \
   X(cuGetErrorString)
 

@@ -32,7 +32,7 @@ struct Launch {
   std::atomic<bool> failed{false};  // set by the first failing CTA; the others stop early
 };
 
-enum class ThreadState : uint8_t { runnable, at_barrier, at_warp_sync, exited, aborted };
+enum class ThreadState : uint8_t { runnable, at_barrier, at_warp_sync, at_mbarrier, exited, aborted };
 
 // One cp.async copy in flight: `bytes` land at `to` when its group is waited for, the first
 // `source_bytes` from `from`, the rest zeros.
@@ -93,6 +93,33 @@ struct WarpExchange {
   uint32_t words_out[32][kMaxWordsOut] = {};
 };
 
+// The tensor map of an emulated TMA copy (runtime/emu/tensor_map.h).
+struct EmuTensorMap {
+  static constexpr uint64_t kMagic = 0x74696c656a746d31;  // "tilejtm1"
+  uint64_t magic = 0;
+  const std::byte* data = nullptr;
+  int64_t rows = 0, columns = 0, row_stride_bytes = 0;
+  int32_t element_bytes = 0, box_columns = 0, box_rows = 0, swizzle_bytes = 0;
+};
+
+// One cp.async.bulk.tensor in flight: the box at (column, row) lands at `to` when a thread
+// waits on its mbarrier (or the mbarrier is invalidated, an error).
+struct TmaCopy {
+  std::byte* to = nullptr;
+  EmuTensorMap map;
+  int32_t column = 0, row = 0;
+};
+
+// An mbarrier object in shared memory (PTX ISA, "Parallel synchronization and communication
+// instructions: mbarrier"): its current phase completes when every expected arrival has
+// arrived and the transaction count is back to zero; then the next phase begins.
+struct Mbarrier {
+  int32_t expected = 0, pending = 0;  // arrivals per phase / still to come in this one
+  int64_t tx_count = 0;               // bytes announced by expect-tx and not yet completed
+  uint32_t phase = 0;                 // phases completed
+  std::vector<TmaCopy> in_flight;     // copies that complete-tx on it
+};
+
 // Per shared-memory word: who last wrote and read it in which barrier interval.
 struct RaceShadow {
   uint32_t write_epoch = 0, read_epoch = 0;
@@ -110,6 +137,7 @@ struct Cta {
   std::vector<RaceShadow> shadow;  // one per 4 bytes of shared memory, when racecheck is on
   std::vector<ProxyShadow> generic_writes;  // one per 4 bytes of shared memory
   uint32_t proxy_clock = 1;
+  std::unordered_map<int64_t, Mbarrier> mbarriers;  // by offset in the shared block
   std::string error;               // the first error; the CTA stops when it is set
   void* scheduler_context = nullptr;
 };
@@ -128,6 +156,14 @@ void yield_to_scheduler();
 void check_shared(const void* pointer, int64_t bytes, uint32_t flags);
 // The same for global memory: inside an allocation the launch may touch, and aligned.
 void check_global(const void* pointer, int64_t bytes, uint32_t flags);
+
+// The thread that last wrote shared word `word` (offset / 4) through the generic proxy and
+// has not executed fence.proxy.async since, or -1: the async proxy (wgmma, TMA) must not
+// touch that word yet.
+inline int unfenced_generic_writer(const Cta& cta, int64_t word) {
+  const ProxyShadow& w = cta.generic_writes[static_cast<size_t>(word)];
+  return w.writer >= 0 && cta.threads[static_cast<size_t>(w.writer)].proxy_fenced_at <= w.written_at ? w.writer : -1;
+}
 
 // Records `message` (prefixed with kernel, block and thread) as the CTA's error and leaves
 // the thread for good: the scheduler never resumes it.

@@ -128,9 +128,10 @@ std::string CtaRunner::run(Launch& launch, Dim3 ctaid) {
 }
 
 std::string CtaRunner::stuck_message(const Cta& cta) const {
-  std::vector<int> at_barrier, at_warp, exited;
+  std::vector<int> at_barrier, at_warp, at_mbarrier, exited;
   for (const Thread& t : cta.threads) {
     if (t.state == ThreadState::at_barrier) at_barrier.push_back(t.tid);
+    if (t.state == ThreadState::at_mbarrier) at_mbarrier.push_back(t.tid);
     if (t.state == ThreadState::at_warp_sync) at_warp.push_back(t.tid);
     if (t.state == ThreadState::exited) exited.push_back(t.tid);
   }
@@ -141,7 +142,11 @@ std::string CtaRunner::stuck_message(const Cta& cta) const {
   };
   std::string where = fmt::format("kernel {}, block ({}, {}, {})", cta.launch->kernel, cta.ctaid.x, cta.ctaid.y, cta.ctaid.z);
   std::string message;
-  if (!at_barrier.empty())
+  if (!at_mbarrier.empty())
+    message = fmt::format("emulator: {}: mbarrier phase never completes (arrivals or transaction bytes missing): {} "
+                          "wait on it",
+                          where, describe(at_mbarrier));
+  else if (!at_barrier.empty())
     message = fmt::format("emulator: {}: barrier not reached by every thread of the CTA: {} wait at the barrier", where,
                           describe(at_barrier));
   else

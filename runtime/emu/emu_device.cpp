@@ -17,6 +17,7 @@
 #include "runtime/emu/allocation_table.h"
 #include "runtime/emu/cta_runner.h"
 #include "runtime/emu/runtime_symbols.h"
+#include "runtime/emu/tensor_map.h"
 #include "runtime/kernel_dump.h"
 
 namespace tilejit {
@@ -147,6 +148,8 @@ class EmuDevice : public Device {
     return std::make_shared<EmuKernel>(codegen::compile_llvm_text_for_host(text, name, threads, dynamic_shared, symbols_),
                                        info_.arch);
   }
+
+  TensorMap encode_tensor_map(const TensorDescriptor& descriptor) override { return emu::encode_tensor_map(descriptor); }
 
   void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream&) override {
     auto& k = dynamic_cast<EmuKernel&>(kernel);

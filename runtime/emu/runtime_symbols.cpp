@@ -13,6 +13,7 @@ codegen::HostSymbols runtime_symbols() {
   add_ldmatrix_symbols(out);
   add_async_copy_symbols(out);
   add_wgmma_symbols(out);
+  add_tma_symbols(out);
   add_inline_ptx_symbols(out);
   return out;
 }

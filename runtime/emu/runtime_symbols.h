@@ -17,6 +17,7 @@ void add_mma_symbols(codegen::HostSymbols& out);     // mma.sync, tf32 conversio
 void add_ldmatrix_symbols(codegen::HostSymbols& out);  // ldmatrix
 void add_async_copy_symbols(codegen::HostSymbols& out);  // cp.async and its groups
 void add_wgmma_symbols(codegen::HostSymbols& out);       // wgmma fences and groups, fence.proxy.async
+void add_tma_symbols(codegen::HostSymbols& out);         // mbarrier, cp.async.bulk.tensor
 void add_inline_ptx_symbols(codegen::HostSymbols& out);  // the inline PTX interpreter (wgmma.mma_async)
 
 }  // namespace tilejit::emu

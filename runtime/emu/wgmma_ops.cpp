@@ -86,11 +86,10 @@ class OperandReader {
                                "bytes of shared memory", which, mn, k, a, cta_.launch->shared_bytes));
     if (a % bytes) abort_thread(fmt::format("wgmma.mma_async: {} element at misaligned shared address {:#x}", which, a));
     if (check_proxy_) {
-      const ProxyShadow& w = cta_.generic_writes[a / 4];
-      if (w.writer >= 0 && cta_.threads[static_cast<size_t>(w.writer)].proxy_fenced_at <= w.written_at)
+      if (int writer = unfenced_generic_writer(cta_, a / 4); writer >= 0)
         abort_thread(fmt::format("wgmma.mma_async reads {} at shared address {:#x}, which thread {} wrote through the "
                                  "generic proxy without a fence.proxy.async since",
-                                 which, a, w.writer));
+                                 which, a, writer));
     }
     uint32_t v = 0;
     std::memcpy(&v, cta_.shared + a, bytes);

@@ -1,0 +1,50 @@
+#include "codegen/lowering/tma.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilejit::codegen::lowering {
+
+TmaBox tma_box_of(const ir::Value* desc) { return tma_box(desc->type.dtype, desc->type.shape); }
+
+void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
+                     llvm::Value* column) {
+  auto& b = L.b;
+  TmaBox box = tma_box_of(desc);
+  llvm::Value* map = L.descriptors.at(desc).map;
+  // The cluster-wide form of the copy: a CTA's own shared address is valid in its cluster's window.
+  constexpr unsigned kSharedCluster = 7;
+  for (int c = 0; c < box.copies; ++c) {
+    llvm::Value* to = b.CreateGEP(b.getInt8Ty(), tile, L.const_i32(c * box.bytes()));
+    llvm::Value* x = b.CreateAdd(column, L.const_i32(c * box.columns));
+    L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_2d, {},
+                     {b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map, x, row,
+                      b.getInt16(0), b.getInt64(0), b.getFalse(), b.getFalse(), b.getInt32(0)});
+  }
+}
+
+void mbarrier_init(Lowering& L, llvm::Value* bar, int arrivals) {
+  L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {}, {bar, L.const_i32(arrivals)});
+}
+
+void mbarrier_inval(Lowering& L, llvm::Value* bar) {
+  L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {}, {bar});
+}
+
+void mbarrier_arrive_expect_tx(Lowering& L, llvm::Value* bar, int64_t bytes) {
+  L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_expect_tx_scope_cta_space_cta, {}, {bar, L.const_i32(bytes)});
+}
+
+void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity) {
+  auto& b = L.b;
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  auto* poll = llvm::BasicBlock::Create(L.ctx, "mbarrier.wait", f);
+  auto* done = llvm::BasicBlock::Create(L.ctx, "mbarrier.done", f);
+  b.CreateBr(poll);
+  b.SetInsertPoint(poll);
+  llvm::Value* complete = L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_try_wait_parity_scope_cta_space_cta, {}, {bar, parity});
+  b.CreateCondBr(complete, done, poll);
+  b.SetInsertPoint(done);
+}
+
+}  // namespace tilejit::codegen::lowering

@@ -1,0 +1,168 @@
+// Emulation of sm_90's mbarrier objects and TMA tensor copies, as the PTX ISA defines them:
+//   - mbarrier.init sets the arrivals a phase expects; mbarrier.arrive.expect_tx adds to the
+//     phase's transaction count, then arrives; a phase completes when every arrival has come
+//     and the transaction count is zero, and mbarrier.try_wait.parity P returns once the
+//     phase of parity P has completed;
+//   - cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes copies
+//     one box of a tensor map to shared memory, elements outside the tensor as zeros, each
+//     16-byte chunk of the box placed by the map's swizzle (the XOR of address bits 4-6 with
+//     bits 7-9: 128-byte swizzle; bits 4-5 / 7-8: 64-byte; bit 4 / 7: 32-byte), and completes
+//     the box's bytes as transactions on the mbarrier.
+// The copies land at the latest moment PTX allows: when a thread waits on their mbarrier.
+// Their destination holds poison from the issue until then, so a kernel that reads a block
+// before its phase completed computes garbage here as it may on the GPU. TMA writes through
+// the async proxy: shared memory a thread wrote through the generic proxy must have been
+// fenced by it (fence.proxy.async) before a copy overwrites it.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/emu/cta.h"
+#include "runtime/emu/runtime_symbols.h"
+
+namespace tilejit::emu {
+namespace {
+
+constexpr std::byte kInFlightPoison{0xA7};
+constexpr int32_t kMaxArrivals = (1 << 20) - 1;
+
+Cta& cta() { return *current().cta; }
+
+// The offset of `p` in the CTA's shared block, which [p, p + bytes) must lie in, `alignment`-aligned.
+int64_t shared_offset(const void* p, int64_t bytes, int64_t alignment, const char* op) {
+  int64_t offset = static_cast<const std::byte*>(p) - cta().shared;
+  if (offset < 0 || offset + bytes > cta().launch->shared_bytes)
+    abort_thread(fmt::format("{} at shared offset {} ({} bytes) is outside the CTA's {} bytes of shared memory", op,
+                             offset, bytes, cta().launch->shared_bytes));
+  if (offset % alignment) abort_thread(fmt::format("{} at shared offset {}: it must be {}-byte aligned", op, offset, alignment));
+  return offset;
+}
+
+Mbarrier& mbarrier_at(const void* p, const char* op) {
+  auto it = cta().mbarriers.find(shared_offset(p, 8, 8, op));
+  if (it == cta().mbarriers.end())
+    abort_thread(fmt::format("{} on shared offset {}, where no mbarrier was initialized", op,
+                             static_cast<const std::byte*>(p) - cta().shared));
+  return it->second;
+}
+
+void complete_phase_if_done(Mbarrier& b) {
+  if (b.pending > 0 || b.tx_count != 0) return;
+  ++b.phase;
+  b.pending = b.expected;
+  for (Thread& t : cta().threads)
+    if (t.state == ThreadState::at_mbarrier) t.state = ThreadState::runnable;
+}
+
+int64_t swizzled(int64_t address, int swizzle_bytes) {
+  int64_t rows_mask = swizzle_bytes / 16 - 1;  // 0 without a swizzle
+  return address ^ (((address >> 7) & rows_mask) << 4);
+}
+
+void land(const TmaCopy& c) {
+  Cta& block = cta();
+  const EmuTensorMap& m = c.map;
+  int64_t row_bytes = int64_t{m.box_columns} * m.element_bytes, base = c.to - block.shared;
+  for (int64_t r = 0; r < m.box_rows; ++r) {
+    int64_t row = c.row + r;
+    bool row_inside = row >= 0 && row < m.rows;
+    int64_t first = std::clamp<int64_t>(-int64_t{c.column}, 0, m.box_columns);
+    int64_t end = std::clamp<int64_t>(m.columns - c.column, first, m.box_columns);
+    const std::byte* source = m.data + row * m.row_stride_bytes + c.column * m.element_bytes;
+    for (int64_t e = 0; e < m.box_columns; ++e) {
+      std::byte* to = block.shared + swizzled(base + r * row_bytes + e * m.element_bytes, m.swizzle_bytes);
+      if (row_inside && e >= first && e < end) {
+        check_global(source + e * m.element_bytes, m.element_bytes, 0);
+        std::memcpy(to, source + e * m.element_bytes, static_cast<size_t>(m.element_bytes));
+      } else {
+        std::memset(to, 0, static_cast<size_t>(m.element_bytes));
+      }
+    }
+  }
+  // Written through the async proxy: no generic write of these words is pending any more.
+  int64_t bytes = row_bytes * m.box_rows;
+  for (int64_t word = base / 4; word < (base + bytes) / 4; ++word) block.generic_writes[static_cast<size_t>(word)] = {};
+}
+
+void land_copies(Mbarrier& b) {
+  std::vector<TmaCopy> copies = std::move(b.in_flight);
+  b.in_flight.clear();
+  for (const TmaCopy& c : copies) {
+    land(c);
+    b.tx_count -= int64_t{c.map.box_columns} * c.map.element_bytes * c.map.box_rows;
+  }
+  complete_phase_if_done(b);
+}
+
+void mbarrier_init(void* bar, int32_t count) {
+  int64_t offset = shared_offset(bar, 8, 8, "mbarrier.init");
+  if (count < 1 || count > kMaxArrivals)
+    abort_thread(fmt::format("mbarrier.init with {} expected arrivals: it must be in [1, {}]", count, kMaxArrivals));
+  auto it = cta().mbarriers.find(offset);
+  if (it != cta().mbarriers.end() && !it->second.in_flight.empty())
+    abort_thread(fmt::format("mbarrier.init at shared offset {} while TMA copies still complete on it", offset));
+  cta().mbarriers[offset] = Mbarrier{count, count, 0, 0, {}};
+}
+
+void mbarrier_inval(void* bar) {
+  Mbarrier& b = mbarrier_at(bar, "mbarrier.inval");
+  if (!b.in_flight.empty())
+    abort_thread(fmt::format("mbarrier.inval while {} TMA copies still complete on it", b.in_flight.size()));
+  cta().mbarriers.erase(static_cast<std::byte*>(bar) - cta().shared);
+}
+
+uint64_t mbarrier_arrive_expect_tx(void* bar, int32_t tx) {
+  Mbarrier& b = mbarrier_at(bar, "mbarrier.arrive.expect_tx");
+  if (b.pending == 0) abort_thread("mbarrier.arrive.expect_tx: more arrivals than the phase expects");
+  uint64_t state = b.phase;
+  b.tx_count += tx;
+  --b.pending;
+  complete_phase_if_done(b);
+  return state;
+}
+
+// Blocks until the phase of `parity` has completed (the GPU's try_wait may also return false
+// before; the kernel loops then), landing the copies that complete on the mbarrier first.
+bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
+  Thread& self = *current().thread;
+  for (;;) {
+    Mbarrier& b = mbarrier_at(bar, "mbarrier.try_wait.parity");  // again after each yield: the map may have grown
+    if (!b.in_flight.empty()) land_copies(b);
+    if ((b.phase & 1) != (static_cast<uint32_t>(parity) & 1)) return true;
+    self.state = ThreadState::at_mbarrier;
+    while (self.state == ThreadState::at_mbarrier) yield_to_scheduler();
+  }
+}
+
+void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_t row, int32_t /*cta_mask*/,
+                    int64_t /*cache_hint*/, int32_t use_cta_mask, int32_t /*use_cache_hint*/, int32_t cta_group) {
+  constexpr const char* op = "cp.async.bulk.tensor.2d";
+  if ((use_cta_mask & 1) || cta_group != 0) abort_thread(fmt::format("{}: multicast is not emulated", op));
+  EmuTensorMap m;
+  std::memcpy(&m, map, sizeof m);
+  if (m.magic != EmuTensorMap::kMagic) abort_thread(fmt::format("{}: the tensor map is not one the emulator encoded", op));
+  int64_t bytes = int64_t{m.box_columns} * m.element_bytes * m.box_rows;
+  int64_t offset = shared_offset(to, bytes, 128, op);
+  Mbarrier& b = mbarrier_at(bar, op);
+  for (int64_t word = offset / 4; word < (offset + bytes) / 4; ++word)
+    if (int writer = unfenced_generic_writer(cta(), word); writer >= 0)
+      abort_thread(fmt::format("{} overwrites shared offset {}, which thread {} wrote through the generic proxy without "
+                               "a fence.proxy.async since",
+                               op, word * 4, writer));
+  std::memset(to, static_cast<int>(kInFlightPoison), static_cast<size_t>(bytes));
+  b.in_flight.push_back({static_cast<std::byte*>(to), m, column, row});
+}
+
+}  // namespace
+
+void add_tma_symbols(codegen::HostSymbols& out) {
+  auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };
+  add("llvm.nvvm.mbarrier.init.shared", reinterpret_cast<void*>(mbarrier_init));
+  add("llvm.nvvm.mbarrier.inval.shared", reinterpret_cast<void*>(mbarrier_inval));
+  add("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_arrive_expect_tx));
+  add("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_try_wait_parity));
+  add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));
+}
+
+}  // namespace tilejit::emu

@@ -1,0 +1,38 @@
+#include "runtime/tensor_descriptor.h"
+
+#include "dsl/error.h"
+#include "dsl/ir.h"
+#include "runtime/tensor.h"
+
+namespace tilejit {
+
+TensorDescriptor TensorDescriptor::of(const Tensor& t, std::array<int64_t, 2> block) {
+  if (t.rank() != 2) fail("TensorDescriptor::of: {} must have rank 2", t.describe());
+  if (t.strides()[1] != 1 && t.shape()[1] > 1)
+    fail("TensorDescriptor::of: {} has column stride {}; a descriptor's columns must be contiguous", t.describe(),
+         t.strides()[1]);
+  TensorDescriptor d{t.data(), t.dtype(), {t.shape()[0], t.shape()[1]}, t.strides()[0], block};
+  d.check();
+  return d;
+}
+
+void TensorDescriptor::check() const {
+  constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
+  int64_t element_bytes = dtype_storage_bytes(dtype);
+  auto problem = [&](const std::string& what) { fail("tensor descriptor {}: {}", describe(), what); };
+  if (std::string p = ir::descriptor_block_problem(dtype, {block[0], block[1]}); !p.empty()) problem(p);
+  if (!data) problem("its data pointer is null");
+  if (reinterpret_cast<uintptr_t>(data) % 16) problem(fmt::format("its data {} is not 16-byte aligned", data));
+  for (int64_t d : shape)
+    if (d < 1 || d > kMaxDim) problem(fmt::format("dims must be in [1, {}]", kMaxDim));
+  if (row_stride < shape[1]) problem("the row stride is smaller than a row");
+  if (row_stride * element_bytes % 16 || row_stride * element_bytes >= (int64_t{1} << 40))
+    problem(fmt::format("the row stride ({} bytes) must be a multiple of 16 bytes below 2^40", row_stride * element_bytes));
+}
+
+std::string TensorDescriptor::describe() const {
+  return fmt::format("{}[{}, {}] (row stride {}) in blocks of {}x{}", dtype_name(dtype), shape[0], shape[1], row_stride,
+                     block[0], block[1]);
+}
+
+}  // namespace tilejit

@@ -1,6 +1,7 @@
 #include "codegen/lowering/loop_pipeline.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/lowering/shared_operand.h"
+#include "codegen/lowering/tma.h"
 
 namespace tilejit::codegen::lowering {
 
@@ -107,6 +109,16 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
   std::map<const ir::Value*, int> uses = count_uses(L.fn.body);
   std::vector<Staged> staged;
   for (const auto& op : body.ops) {
+    if (op->kind == K::desc_load && L.has_tma()) {
+      const ir::Op* dot = dot_reading_through_shared(L, body, op->result(), uses);
+      std::set<const ir::Op*> slice;
+      if (!dot || !collect_slice(body, op->operands[1], slice) || !collect_slice(body, op->operands[2], slice)) continue;
+      Staged s{op.get(), {}, 0, L.wgmma_dot_tiling(*dot).has_value(), /*tma=*/true};
+      for (const auto& body_op : body.ops)
+        if (slice.count(body_op.get())) s.slice.push_back(body_op.get());
+      staged.push_back(std::move(s));
+      continue;
+    }
     // Only loads whose masked-off elements are zero: the copies zero-fill.
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
     if (op->operands.size() > 2 && !is_zero(op->operands[2])) continue;
@@ -131,6 +143,7 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
 LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged)
     : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages) {
   dot_in_flight_ = find_dot_in_flight();
+  for (const Staged& s : staged_) (s.tma ? uses_tma_ : uses_cp_async_) = true;
 }
 
 const ir::Op* LoopPipeline::find_dot_in_flight() {
@@ -171,9 +184,23 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     s.tile_bytes = align_up(SharedOperand::bytes_of(s.load->result()->type), SharedOperand::kAlignment);
     end += stages_ * s.tile_bytes;
   }
+  if (uses_tma_) {
+    barriers_offset_ = end;
+    end += stages_ * kMbarrierBytes;
+  }
   L_.scratch_offset = end;
   L_.reserve_shared(0);
-  L_.barrier();  // the rings overlay scratch space that earlier lowerings may still be reading
+  // The rings overlay scratch space that earlier lowerings may still be reading, or have
+  // written through the generic proxy (ordered before the TMA's writes by each writer's fence).
+  if (uses_tma_) fence_proxy_async();
+  L_.barrier();
+  if (uses_tma_) {
+    L_.emit_if(first_thread(), "tma.init", [&] {
+      for (int s = 0; s < stages_; ++s) mbarrier_init(L_, barrier(L_.const_i32(s)), 1);
+      fence_proxy_async();
+    });
+    L_.barrier();  // nobody waits on an mbarrier before it is initialized
+  }
   if (dot_in_flight_) L_.dots_in_flight.insert(dot_in_flight_);
   for (int s = 0; s < stages_ - 1 - lag(); ++s) {
     llvm::Value* iv = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), s)));
@@ -182,12 +209,16 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   }
 }
 
-void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* stage) {
+void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* position) {
   auto& b = L_.b;
-  L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2 - lag()))});
+  llvm::Value* second_lap = b.CreateICmpSGE(position, L_.const_i32(stages_));
+  llvm::Value* stage = b.CreateSelect(second_lap, b.CreateSub(position, L_.const_i32(stages_)), position);
+  if (uses_cp_async_)
+    L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2 - lag()))});
+  if (uses_tma_) mbarrier_wait(L_, barrier(stage), b.CreateZExt(second_lap, b.getInt32Ty()));
   // cp.async writes through the generic proxy; wgmma reads through the async proxy.
-  if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma; }))
-    L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma && !s.tma; }))
+    fence_proxy_async();
   L_.barrier();
   // The slot `behind` iterations back, (stage - behind) mod S.
   int behind = 1 + lag();
@@ -200,10 +231,10 @@ void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value
   for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
 }
 
-llvm::Value* LoopPipeline::next_stage(llvm::Value* stage) {
+llvm::Value* LoopPipeline::next_position(llvm::Value* position) {
   auto& b = L_.b;
-  return b.CreateSelect(b.CreateICmpEQ(stage, L_.const_i32(stages_ - 1)), L_.const_i32(0),
-                        b.CreateAdd(stage, L_.const_i32(1)));
+  return b.CreateSelect(b.CreateICmpEQ(position, L_.const_i32(2 * stages_ - 1)), L_.const_i32(0),
+                        b.CreateAdd(position, L_.const_i32(1)));
 }
 
 void LoopPipeline::finish() {
@@ -214,8 +245,15 @@ void LoopPipeline::finish() {
     L_.define(result, std::move(regs));
     L_.dots_in_flight.erase(dot_in_flight_);
   }
-  L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+  if (uses_cp_async_) L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   L_.barrier();
+  // Every copy issued was for an iteration that waited for it: no TMA is in flight.
+  if (uses_tma_) {
+    L_.emit_if(first_thread(), "tma.inval", [&] {
+      for (int s = 0; s < stages_; ++s) mbarrier_inval(L_, barrier(L_.const_i32(s)));
+    });
+    L_.barrier();
+  }
   for (const Staged& s : staged_) L_.staged_operands.erase(s.load->result());
   L_.scratch_offset = saved_scratch_offset_;
 }
@@ -226,7 +264,21 @@ llvm::Value* LoopPipeline::tile(const Staged& s, llvm::Value* slot) {
   return b.CreateGEP(b.getInt8Ty(), L_.shared_block(), offset);
 }
 
-void LoopPipeline::commit() { L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); }
+void LoopPipeline::commit() {
+  if (uses_cp_async_) L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+}
+
+llvm::Value* LoopPipeline::barrier(llvm::Value* slot) {
+  auto& b = L_.b;
+  llvm::Value* offset = b.CreateAdd(L_.const_i32(barriers_offset_), b.CreateMul(slot, L_.const_i32(kMbarrierBytes)));
+  return b.CreateGEP(b.getInt8Ty(), L_.shared_block(), offset);
+}
+
+llvm::Value* LoopPipeline::first_thread() { return L_.b.CreateICmpEQ(L_.thread_id(), L_.const_i32(0)); }
+
+void LoopPipeline::fence_proxy_async() {
+  L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+}
 
 void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot) {
   auto& b = L_.b;
@@ -235,10 +287,15 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
   std::optional<Regs> current;
   if (L_.home_.count(iv_arg)) current = L_.home(iv_arg);
   L_.define_scalar(iv_arg, iv);
+  std::vector<std::pair<const Staged*, std::array<llvm::Value*, 2>>> blocks;  // TMA-staged, at (row, column)
   for (const Staged& s : staged_) {
     L_.enter_region();
     for (const ir::Op* op : s.slice) L_.lower_op(*op);
     const ir::Op& load = *s.load;
+    if (s.tma) {
+      blocks.push_back({&s, {L_.scalar(load.operands[1]), L_.scalar(load.operands[2])}});
+      continue;
+    }
     const ir::Type& type = load.result()->type;
     LinearLayout layout = L_.default_layout(type.shape);
     std::vector<llvm::Value*> ptrs = L_.in_layout(load.operands[0], layout);
@@ -264,6 +321,15 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     // Threads that hold copies of another thread's elements leave the copy to it.
     if (layout.replicated_lane_mask() || layout.replicated_warp_mask()) L_.emit_if(L_.owns_data(layout), "cp.async.owner", copy_registers);
     else copy_registers();
+  }
+  if (!blocks.empty()) {
+    // One thread announces the iteration's bytes on the slot's mbarrier and issues its copies.
+    L_.emit_if(b.CreateAnd(first_thread(), in_range), "tma.issue", [&] {
+      int64_t bytes = 0;
+      for (auto& [s, at] : blocks) bytes += SharedOperand::bytes_of(s->load->result()->type);
+      mbarrier_arrive_expect_tx(L_, barrier(slot), bytes);
+      for (auto& [s, at] : blocks) issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1]);
+    });
   }
   if (current) L_.define(iv_arg, *current);
   L_.enter_region();

@@ -13,6 +13,12 @@
 // every iteration commits one group and the count stays exact. After the loop every copy is
 // waited for before the buffers are given back to the scratch space.
 //
+// On sm_90+ a desc_load whose block a dot reads the same way is staged by TMA instead: one
+// thread per iteration announces the iteration's bytes on the slot's mbarrier (one per ring
+// slot, initialized before the prologue) and issues the copies; iteration i waits on the
+// mbarrier of its slot for the phase of its lap around the ring. The loop carries its
+// position in two laps, 0 .. 2S-1: the slot, and the parity of the phase to wait for.
+//
 // With S >= 3, a wgmma dot that is the body's only dot, reads both operands from the rings
 // and accumulates into a carried value nothing else reads stays in flight across iterations
 // (Lowering::dots_in_flight): iteration i waits only for the group of i-1, so when iteration
@@ -37,9 +43,10 @@ class LoopPipeline {
 
   // Before the loop: takes the buffers and issues iterations 0 .. S-2.
   void prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
-  // At the top of the body, `stage` being the ring slot of this iteration (0 in the first).
-  void begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* stage);
-  llvm::Value* next_stage(llvm::Value* stage);
+  // At the top of the body, `position` being this iteration's in two laps around the ring
+  // (0 in the first; slot = position mod S).
+  void begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* position);
+  llvm::Value* next_position(llvm::Value* position);
   // After the loop.
   void finish();
 
@@ -49,6 +56,7 @@ class LoopPipeline {
     std::vector<const ir::Op*> slice;  // the body's ops computing its pointer and mask, in order
     int64_t width;                     // elements per copy
     bool read_by_wgmma = false;        // its dot reads it through the async proxy
+    bool tma = false;                  // a desc_load whose blocks TMA copies
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
   };
@@ -64,6 +72,12 @@ class LoopPipeline {
   void issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot);
   llvm::Value* tile(const Staged& s, llvm::Value* slot);
   void commit();
+  // The mbarrier of ring slot `slot` (i32), where TMA copies complete.
+  llvm::Value* barrier(llvm::Value* slot);
+  llvm::Value* first_thread();
+  void fence_proxy_async();
+
+  static constexpr int64_t kMbarrierBytes = 8;
 
   Lowering& L_;
   const ir::Op& loop_;
@@ -72,6 +86,8 @@ class LoopPipeline {
   const ir::Op* dot_in_flight_ = nullptr;
   size_t carried_index_ = 0;
   int64_t saved_scratch_offset_ = 0;
+  bool uses_tma_ = false, uses_cp_async_ = false;
+  int64_t barriers_offset_ = 0;
 };
 
 }  // namespace tilejit::codegen::lowering

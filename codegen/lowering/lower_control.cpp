@@ -47,9 +47,9 @@ void Lowering::lower_for(const ir::Op& op) {
   b.SetInsertPoint(header);
   llvm::PHINode* iv = b.CreatePHI(lb->getType(), 2, "iv");
   iv->addIncoming(lb, preheader);
-  llvm::PHINode* stage = nullptr;  // the pipeline's ring slot of this iteration
+  llvm::PHINode* stage = nullptr;  // the pipeline's position of this iteration in two laps of its ring
   if (pipeline) {
-    stage = b.CreatePHI(b.getInt32Ty(), 2, "stage");
+    stage = b.CreatePHI(b.getInt32Ty(), 2, "ring.position");
     stage->addIncoming(const_i32(0), preheader);
   }
   std::vector<std::vector<llvm::PHINode*>> phis(carried);
@@ -76,7 +76,7 @@ void Lowering::lower_for(const ir::Op& op) {
   std::vector<std::vector<llvm::Value*>> next;
   for (size_t i = 0; i < carried; ++i) next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
   llvm::Value* iv_next = b.CreateAdd(iv, step, "iv.next", false, true);
-  llvm::Value* stage_next = pipeline ? pipeline->next_stage(stage) : nullptr;
+  llvm::Value* stage_next = pipeline ? pipeline->next_position(stage) : nullptr;
   llvm::BasicBlock* latch = b.GetInsertBlock();
   b.CreateBr(header);
   iv->addIncoming(iv_next, latch);

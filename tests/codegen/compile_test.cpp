@@ -100,7 +100,8 @@ TEST(Compile, UnitStrideArgumentsGiveVectorAccesses) {
   };
   auto facts = kernel.aligned_facts();  // pointers 16-byte aligned, integers multiples of 16
   EXPECT_EQ(compile(facts).find("ld.global.v4"), std::string::npos) << "col_stride may be anything";
-  facts[4] = ir::ArgFacts{.equals_one = true};
+  facts[4] = ir::ArgFacts{};
+  facts[4].equals_one = true;
   std::string unit = compile(facts);
   EXPECT_NE(unit.find("ld.global.v4.b32"), std::string::npos) << "col_stride == 1, n % 16 == 0: runs of 4 stay";
   EXPECT_NE(unit.find("st.global.v4.b32"), std::string::npos);

@@ -20,6 +20,7 @@ struct TensorCoreCase {
   int stages = 1;   // num_stages: from 2 on, operand loads are pipelined through cp.async where they qualify
   bool b_transposed = false;  // B stored as (N, K)
   bool a_transposed = false;  // A stored as (K, M)
+  bool descriptors = false;   // A and B read through tensor descriptors (TMA on sm_90a); A not transposed
 };
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
@@ -29,7 +30,7 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
   return name + "_tile" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) +
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
          std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "") +
-         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "");
+         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -67,10 +68,25 @@ inline Host stored(const Host& x, int64_t rows, int64_t cols, bool transposed) {
 }
 
 template <DType DA, DType DB>
+void run_tensor_core_desc_case(const TensorCoreCase& c, const Host& a, const Host& b, Tensor& out, Device& device,
+                               Dim3 grid) {
+  static JitKernel kernel(testing_kernels::tensor_core_gemm_desc<DA, DB>());
+  Tensor a_tensor = upload(a, {}, device), b_tensor = upload(stored(b, c.k, c.n, c.b_transposed), {}, device);
+  TensorDescriptor a_desc{a_tensor.data(), DA, {c.m, c.k}, c.k, {c.block_m, c.block_k}};
+  TensorDescriptor b_desc = c.b_transposed
+                                ? TensorDescriptor{b_tensor.data(), DB, {c.n, c.k}, c.k, {c.block_n, c.block_k}}
+                                : TensorDescriptor{b_tensor.data(), DB, {c.k, c.n}, c.n, {c.block_k, c.block_n}};
+  bind(kernel, {{"PRECISION", c.precision}, {"num_warps", c.warps}, {"num_stages", c.stages},
+                {"B_TRANSPOSED", c.b_transposed}})
+      .launch(device.default_stream(), grid, a_desc, b_desc, out, int32_t(c.m), int32_t(c.n), int32_t(c.k));
+}
+
+template <DType DA, DType DB>
 void run_tensor_core_case(const TensorCoreCase& c, const Host& a, const Host& b, Tensor& out, Device& device) {
   static JitKernel kernel(testing_kernels::tensor_core_gemm<DA, DB>());
   Dim3 grid{static_cast<uint32_t>((c.m + c.block_m - 1) / c.block_m), static_cast<uint32_t>((c.n + c.block_n - 1) / c.block_n),
             1};
+  if (c.descriptors) return run_tensor_core_desc_case<DA, DB>(c, a, b, out, device, grid);
   bind(kernel, {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"PRECISION", c.precision},
                 {"num_warps", c.warps}, {"num_stages", c.stages}, {"A_TRANSPOSED", c.a_transposed},
                 {"B_TRANSPOSED", c.b_transposed}})

@@ -60,7 +60,7 @@ std::optional<WgmmaTiling> Lowering::wgmma_dot_tiling(const ir::Op& op) const {
   // wgmma reads A from shared memory here. An A computed in registers (attention's P) stays
   // with mma.sync, which takes it from the registers as they are.
   const ir::Op* a_def = a->def && a->def->kind == ir::OpKind::trans ? a->def->operands[0]->def : a->def;
-  if (!a_def || a_def->kind != ir::OpKind::load) return std::nullopt;
+  if (!a_def || (a_def->kind != ir::OpKind::load && a_def->kind != ir::OpKind::desc_load)) return std::nullopt;
   int bits = dtype_storage_bytes(a->type.dtype) * 8;
   return wgmma_tiling(a->type.dtype, bv->type.dtype, a->type.shape[0], bv->type.shape[1], a->type.shape[1],
                       fn.num_warps, held_a(a, bits).mn_major, held_b(bv).mn_major, target);

@@ -1,0 +1,50 @@
+// Tensor descriptors as PTX: on sm_90a the blocks a pipelined dot reads arrive by TMA
+// (cp.async.bulk.tensor completing on one mbarrier per ring slot), the tensor maps are
+// grid-constant parameters, and ptxas accepts the kernel without spills or serialized wgmma;
+// on sm_80 the same kernel reads the blocks with global loads and has no TMA at all.
+#include <gtest/gtest.h>
+
+#include "ptxas_check.h"
+#include "tests/tensor_core_gemm.h"
+
+namespace tilejit::codegen {
+namespace {
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+CompiledKernel compile_desc_gemm(const char* arch, int stages) {
+  dsl::Kernel kernel = testing_kernels::tensor_core_gemm_desc<DType::bf16, DType::bf16>();
+  std::vector<ir::ArgFacts> facts = kernel.aligned_facts();
+  facts[0].block = {128, 64};   // A: 128-byte rows, one box
+  facts[1].block = {64, 128};   // B (K, N): 256-byte rows, two boxes
+  auto fn = kernel.trace(kernel.constants({{"num_warps", 8}, {"num_stages", stages}}), facts);
+  return compile_to_ptx(*fn, find_target(arch));
+}
+
+TEST(TmaCompile, DescriptorBlocksArriveByTmaOnSm90a) {
+  CompiledKernel k = compile_desc_gemm("sm_90a", 4);
+  EXPECT_EQ(count(k.ptx, ".param .align 64 .b8"), 2u) << "one tensor map per descriptor";
+  // wgmma stays in flight: the prologue issues 2 K steps, the loop one; 3 boxes per step.
+  EXPECT_EQ(count(k.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"), 9u);
+  EXPECT_EQ(count(k.ptx, "mbarrier.arrive.expect_tx"), 3u);
+  EXPECT_GE(count(k.ptx, "mbarrier.try_wait.parity"), 1u);
+  EXPECT_EQ(count(k.ptx, "cp.async.cg"), 0u) << "no per-thread copies";
+  EXPECT_EQ(count(k.ptx, "wgmma.wait_group.sync.aligned 1;"), 1u);
+  EXPECT_GE(k.shared_bytes, 4 * (128 * 64 + 64 * 128) * 2);
+  expect_ptxas_accepts(k, true);
+}
+
+TEST(TmaCompile, Sm80ReadsDescriptorBlocksWithoutTma) {
+  CompiledKernel k = compile_desc_gemm("sm_80", 3);
+  EXPECT_EQ(count(k.ptx, "cp.async.bulk"), 0u);
+  EXPECT_EQ(count(k.ptx, "mbarrier"), 0u);
+  EXPECT_GE(count(k.ptx, "ld.global"), 1u);
+  expect_ptxas_accepts(k, false);
+}
+
+}  // namespace
+}  // namespace tilejit::codegen

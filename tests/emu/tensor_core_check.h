@@ -95,9 +95,9 @@ void run_tensor_core_case(const TensorCoreCase& c, const Host& a, const Host& b,
               int32_t(c.n), int32_t(c.k));
 }
 
-inline void check_tensor_core_gemm(const TensorCoreCase& c) {
+// On `device` (a GPU runs the lowering of its own arch, not c.arch).
+inline void check_tensor_core_gemm(const TensorCoreCase& c, Device& device) {
   TJ_SEEDED_RNG(rng);
-  Device& device = Device::by_name(std::string("emu:") + c.arch);
   Host a = random_gemm_operand(c.a, size_t(c.m * c.k), rng), b = random_gemm_operand(c.b, size_t(c.k * c.n), rng);
   DType acc = c.a == DType::i8 ? DType::i32 : DType::f32;
   Tensor out = poisoned(acc, {c.m * c.n}, device);
@@ -125,6 +125,10 @@ inline void check_tensor_core_gemm(const TensorCoreCase& c) {
     expect_values(tensor_core_case_name(c), got, ref.sum, exact(), where);
   else
     expect_scaled(tensor_core_case_name(c), got, ref.sum, ref.magnitude, tensor_core_tolerance(c), where);
+}
+
+inline void check_tensor_core_gemm(const TensorCoreCase& c) {
+  check_tensor_core_gemm(c, Device::by_name(std::string("emu:") + c.arch));
 }
 
 }  // namespace tjops

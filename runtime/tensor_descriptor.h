@@ -42,9 +42,10 @@ struct TensorDescriptorParams {
 };
 
 // The opaque 128-byte tensor map a kernel's TMA copies read (a CUtensorMap on a GPU), passed
-// as a grid-constant kernel parameter.
+// as a grid-constant kernel parameter. Left uninitialized by default: every launch reserves
+// room for several, descriptors or not (TensorMap{} is zeros).
 struct alignas(64) TensorMap {
-  std::array<std::byte, 128> bytes{};
+  std::array<std::byte, 128> bytes;
 };
 
 }  // namespace tilejit

@@ -29,7 +29,7 @@ TensorMap encode_tiled_tensor_map(const TensorDescriptor& d) {
                                                     CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) fail_call(result, "cuTensorMapEncodeTiled", d.describe());
-  TensorMap out;
+  TensorMap out{};
   std::memcpy(out.bytes.data(), &map, sizeof map);
   return out;
 }

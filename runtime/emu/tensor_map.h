@@ -26,7 +26,7 @@ inline TensorMap encode_tensor_map(const TensorDescriptor& d) {
   m.box_columns = static_cast<int32_t>(box.columns);
   m.box_rows = static_cast<int32_t>(box.rows);
   m.swizzle_bytes = box.swizzle_bytes;
-  TensorMap out;
+  TensorMap out{};
   std::memcpy(out.bytes.data(), &m, sizeof m);
   return out;
 }

@@ -53,6 +53,14 @@ bool collect_slice(const ir::Block& body, const ir::Value* v, std::set<const ir:
                      [&](const ir::Value* o) { return collect_slice(body, o, slice); });
 }
 
+// The ops of `slice`, in the order the body computes them.
+std::vector<const ir::Op*> in_body_order(const ir::Block& body, const std::set<const ir::Op*>& slice) {
+  std::vector<const ir::Op*> ordered;
+  for (const auto& op : body.ops)
+    if (slice.count(op.get())) ordered.push_back(op.get());
+  return ordered;
+}
+
 // A constant +0 (all bits zero), splat or broadcast: what the copies' zero-fill gives.
 bool is_zero(const ir::Value* v) {
   const ir::Op* op = v->def;
@@ -113,10 +121,7 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
       const ir::Op* dot = dot_reading_through_shared(L, body, op->result(), uses);
       std::set<const ir::Op*> slice;
       if (!dot || !collect_slice(body, op->operands[1], slice) || !collect_slice(body, op->operands[2], slice)) continue;
-      Staged s{op.get(), {}, 0, L.wgmma_dot_tiling(*dot).has_value(), /*tma=*/true};
-      for (const auto& body_op : body.ops)
-        if (slice.count(body_op.get())) s.slice.push_back(body_op.get());
-      staged.push_back(std::move(s));
+      staged.push_back({op.get(), in_body_order(body, slice), 0, L.wgmma_dot_tiling(*dot).has_value(), /*tma=*/true});
       continue;
     }
     // Only loads whose masked-off elements are zero: the copies zero-fill.
@@ -131,10 +136,7 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     const ir::Value* mask = op->operands.size() > 1 ? op->operands[1] : nullptr;
     int64_t width = L.access_width(*op, L.default_layout(type.shape), mask);
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
-    Staged s{op.get(), {}, width, L.wgmma_dot_tiling(*dot).has_value()};
-    for (const auto& body_op : body.ops)
-      if (slice.count(body_op.get())) s.slice.push_back(body_op.get());
-    staged.push_back(std::move(s));
+    staged.push_back({op.get(), in_body_order(body, slice), width, L.wgmma_dot_tiling(*dot).has_value()});
   }
   if (staged.empty()) return nullptr;
   return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged)));

@@ -16,18 +16,22 @@ TensorDescriptor TensorDescriptor::of(const Tensor& t, std::array<int64_t, 2> bl
   return d;
 }
 
-void TensorDescriptor::check() const {
+std::string TensorDescriptor::problem() const {
   constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
   int64_t element_bytes = dtype_storage_bytes(dtype);
-  auto problem = [&](const std::string& what) { fail("tensor descriptor {}: {}", describe(), what); };
-  if (std::string p = ir::descriptor_block_problem(dtype, {block[0], block[1]}); !p.empty()) problem(p);
-  if (!data) problem("its data pointer is null");
-  if (reinterpret_cast<uintptr_t>(data) % 16) problem(fmt::format("its data {} is not 16-byte aligned", data));
+  if (std::string p = ir::descriptor_block_problem(dtype, {block[0], block[1]}); !p.empty()) return p;
+  if (!data) return "its data pointer is null";
+  if (reinterpret_cast<uintptr_t>(data) % 16) return fmt::format("its data {} is not 16-byte aligned", data);
   for (int64_t d : shape)
-    if (d < 1 || d > kMaxDim) problem(fmt::format("dims must be in [1, {}]", kMaxDim));
-  if (row_stride < shape[1]) problem("the row stride is smaller than a row");
+    if (d < 1 || d > kMaxDim) return fmt::format("dims must be in [1, {}]", kMaxDim);
+  if (row_stride < shape[1]) return "the row stride is smaller than a row";
   if (row_stride * element_bytes % 16 || row_stride * element_bytes >= (int64_t{1} << 40))
-    problem(fmt::format("the row stride ({} bytes) must be a multiple of 16 bytes below 2^40", row_stride * element_bytes));
+    return fmt::format("the row stride ({} bytes) must be a multiple of 16 bytes below 2^40", row_stride * element_bytes);
+  return "";
+}
+
+void TensorDescriptor::check() const {
+  if (std::string p = problem(); !p.empty()) fail("tensor descriptor {}: {}", describe(), p);
 }
 
 std::string TensorDescriptor::describe() const {

@@ -28,6 +28,8 @@ struct TensorDescriptor {
 
   // A descriptor of rank-2 `t`, whose columns must be contiguous.
   static TensorDescriptor of(const Tensor& t, std::array<int64_t, 2> block);
+  // The rule the descriptor breaks, or "" when it breaks none.
+  std::string problem() const;
   // Throws tilejit::Error naming the rule the descriptor breaks.
   void check() const;
   std::string describe() const;  // "bf16[1000, 512] (row stride 512) in blocks of 128x64"

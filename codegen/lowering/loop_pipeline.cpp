@@ -190,7 +190,8 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     barriers_offset_ = end;
     end += stages_ * kMbarrierBytes;
   }
-  L_.scratch_offset = end;
+  // Scratch tiles stored during the loop (an operand the ring does not hold) start aligned too.
+  L_.scratch_offset = align_up(end, SharedOperand::kAlignment);
   L_.reserve_shared(0);
   // The rings overlay scratch space that earlier lowerings may still be reading, or have
   // written through the generic proxy (ordered before the TMA's writes by each writer's fence).

@@ -23,17 +23,19 @@ void launch_gemm(GemmProblem& p, Stream* stream) {
   if (p.options->split_k > 0) config.split_k = p.options->split_k;
   config.split_k = std::clamp<int64_t>(config.split_k, 1, std::max<int64_t>(1, (p.k + config.block_k - 1) / config.block_k));
   const GemmFeatures& f = p.features;
+  GemmOperands operands = gemm_operands(p, config, s.device().info());
+  std::string key = f.key() + "/" + operands.key();
   Dim3 tiles{grid_dim(config.output_tiles(p)), grid_dim(p.batch), grid_dim(config.split_k)};
 
   if (config.split_k == 1) {
-    NamedArguments args = main_arguments(p, nullptr);
-    const JitKernel& k = op_kernel(f.key(), [&] { return main_kernel(f, false, args.params()); });
+    NamedArguments args = main_arguments(p, operands, nullptr);
+    const JitKernel& k = op_kernel(key, [&] { return main_kernel(f, false, args.params()); });
     k.with(config.constants()).launch_args(s, LaunchDims{tiles, {}}, args.values());
     return;
   }
   Tensor workspace = Tensor::empty(s.device(), f.accumulator(), {config.split_k, p.batch, p.m, p.n});
-  NamedArguments partial = main_arguments(p, &workspace);
-  const JitKernel& main = op_kernel(f.key() + "/partial", [&] { return main_kernel(f, true, partial.params()); });
+  NamedArguments partial = main_arguments(p, operands, &workspace);
+  const JitKernel& main = op_kernel(key + "/partial", [&] { return main_kernel(f, true, partial.params()); });
   main.with(config.constants()).launch_args(s, LaunchDims{tiles, {}}, partial.values());
 
   NamedArguments sum = reduction_arguments(p, workspace);

@@ -30,13 +30,21 @@ GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device)
   } else {
     c.block_m = p.m <= 64 ? 64 : 128;
     c.block_n = p.n <= 64 ? 64 : 128;
-    c.block_k = bytes == 1 ? 64 : 32;
+    // On sm_90, a problem with at least two 128 x 256 tiles per multiprocessor takes them:
+    // each warpgroup multiplies its 64 rows by all 256 columns per wgmma, and with about 150
+    // registers per thread one CTA fills a multiprocessor, so its pipeline gets all of the
+    // shared memory.
+    bool wide = device.cc_major == 9 && bytes <= 2 &&
+                cdiv(p.m, 128) * cdiv(p.n, 256) * p.batch >= 2 * int64_t{device.sm_count};
+    if (wide) c.block_m = 128, c.block_n = 256;
+    // On sm_90, rows of 128 bytes: TMA's and wgmma's widest swizzle, free of bank conflicts.
+    c.block_k = device.cc_major == 9 ? 128 / bytes : bytes == 1 ? 64 : 32;
     c.num_warps = c.block_m * c.block_n >= 128 * 128 ? 8 : 4;
-    // Asynchronous copies need sm_80; each stage holds one A and one B tile, and half of the
-    // shared memory is left for the epilogue's conversions and a second CTA.
+    // Asynchronous copies need sm_80; each stage holds one A and one B tile. Besides a wide
+    // tile's, half of the shared memory is left for the epilogue's conversions and a second CTA.
     int64_t stage_bytes = (c.block_m + c.block_n) * c.block_k * bytes;
-    if (device.cc_major >= 8)
-      c.num_stages = std::clamp<int64_t>(device.shared_per_block_optin / 2 / stage_bytes, 1, 4);
+    int64_t pipeline_bytes = wide ? device.shared_per_block_optin : device.shared_per_block_optin / 2;
+    if (device.cc_major >= 8) c.num_stages = std::clamp<int64_t>(pipeline_bytes / stage_bytes, 1, 4);
   }
   // Split K when the output tiles fill less than half of the multiprocessors and every
   // slice keeps at least 8 steps of K.

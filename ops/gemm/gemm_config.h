@@ -15,7 +15,7 @@ namespace tilejit::ops::gemm_detail {
 
 struct GemmConfig {
   int64_t block_m = 128, block_n = 128, block_k = 32, group_m = 8, split_k = 1, num_warps = 8;
-  int64_t num_stages = 1;  // operand tiles in flight (cp.async pipelining from 2 on)
+  int64_t num_stages = 1;  // operand tiles in flight (cp.async or TMA pipelining from 2 on)
   // Operands whose memory runs along K the other way: A stored (K, M), B stored (N, K).
   bool a_transposed = false, b_transposed = false;
 

@@ -5,6 +5,8 @@
 #include "ops/gemm/gemm_epilogue.h"
 #include "ops/gemm/matrix_argument.h"
 
+#include <optional>
+
 namespace tilejit::ops::gemm_detail {
 namespace {
 
@@ -14,6 +16,15 @@ void add_sizes(NamedArguments& args, const GemmProblem& p, bool with_k) {
   args.add("M", static_cast<int32_t>(p.m));
   args.add("N", static_cast<int32_t>(p.n));
   if (with_k) args.add("K", static_cast<int32_t>(p.k));
+}
+
+// An operand: its tensor descriptor and the descriptor rows between batches where it has one,
+// else its pointer and strides.
+void add_operand(NamedArguments& args, const std::string& name, const Tensor& t, const MatrixStrides& s,
+                 const std::optional<OperandDescriptor>& d) {
+  if (!d) return add_matrix_argument(args, name, t, s);
+  args.add(name, d->descriptor);
+  args.add(name + "_batch_rows", static_cast<int32_t>(d->batch_rows));
 }
 
 // The workspace of partial sums as a (batch, M, N) matrix of one slice.
@@ -27,10 +38,10 @@ std::vector<ConstantDecl> main_constants() {
 
 }  // namespace
 
-NamedArguments main_arguments(const GemmProblem& p, const Tensor* workspace) {
+NamedArguments main_arguments(const GemmProblem& p, const GemmOperands& operands, const Tensor* workspace) {
   NamedArguments args;
-  add_matrix_argument(args, "a", *p.a, p.a_strides);
-  add_matrix_argument(args, "b", *p.b, p.b_strides);
+  add_operand(args, "a", *p.a, p.a_strides, operands.a);
+  add_operand(args, "b", *p.b, p.b_strides, operands.b);
   if (workspace) {
     add_matrix_argument(args, "out", *workspace, workspace_strides(p));
     args.add("out_slice_stride", p.batch * p.m * p.n);
@@ -68,22 +79,45 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
         Tile rows = tile_m * bm + arange(0, bm);  // (BLOCK_M)
         Tile cols = tile_n * bn + arange(0, bn);  // (BLOCK_N)
         Tile ks = arange(0, bk);                  // (BLOCK_K)
-        // Rows and columns past the edge read a valid row / column again (they are never
-        // stored), so only K needs a mask in the loop. An operand whose memory runs along K
-        // the other way (A stored (K, M), B stored (N, K)) is loaded in that order, so that
-        // its loads are contiguous, and multiplied as its transpose.
+        // An operand whose memory runs along K the other way (A stored (K, M), B stored (N, K))
+        // is read in that order, so that its reads are contiguous, and multiplied as its
+        // transpose. Through a descriptor, TMA zero-fills past the edges. Through pointers,
+        // rows and columns past the edge read a valid row / column again (they are never
+        // stored), so only K needs a mask.
         bool a_t = c["A_TRANSPOSED"], b_t = c["B_TRANSPOSED"];
-        Tile a_ptrs = a_t ? transposed_matrix_pointers(in, "a", batch, rows % M, ks)   // (BLOCK_K, BLOCK_M)
-                          : matrix_pointers(in, "a", batch, rows % M, ks);             // (BLOCK_M, BLOCK_K)
-        Tile b_ptrs = b_t ? transposed_matrix_pointers(in, "b", batch, ks, cols % N)   // (BLOCK_N, BLOCK_K)
-                          : matrix_pointers(in, "b", batch, ks, cols % N);             // (BLOCK_K, BLOCK_N)
+        // A descriptor's rows stack the batches: this batch's first row.
+        auto first_row = [&](const char* name) { return program_id(1) * in[std::string(name) + "_batch_rows"]; };
+        bool a_desc = in.has("a_batch_rows"), b_desc = in.has("b_batch_rows");
+        std::optional<Tile> a_ptrs, b_ptrs;
+        if (a_desc)
+          TJ_CHECK(in["a"].shape() == (a_t ? std::vector<int64_t>{bk, bm} : std::vector<int64_t>{bm, bk}));
+        else
+          a_ptrs = a_t ? transposed_matrix_pointers(in, "a", batch, rows % M, ks)  // (BLOCK_K, BLOCK_M)
+                       : matrix_pointers(in, "a", batch, rows % M, ks);           // (BLOCK_M, BLOCK_K)
+        if (b_desc)
+          TJ_CHECK(in["b"].shape() == (b_t ? std::vector<int64_t>{bn, bk} : std::vector<int64_t>{bk, bn}));
+        else
+          b_ptrs = b_t ? transposed_matrix_pointers(in, "b", batch, ks, cols % N)  // (BLOCK_N, BLOCK_K)
+                       : matrix_pointers(in, "b", batch, ks, cols % N);           // (BLOCK_K, BLOCK_N)
+        auto a_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_M, BLOCK_K)
+          if (a_desc) {
+            Tile row = first_row("a") + tile_m * bm;
+            return a_t ? trans(desc_load(in["a"], {k, row})) : desc_load(in["a"], {row, k});
+          }
+          Tile at_k = *a_ptrs + k * in["a_col_stride"];
+          return a_t ? trans(load(at_k, expand_dims(k_in, 1))) : load(at_k, expand_dims(k_in, 0));
+        };
+        auto b_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_K, BLOCK_N)
+          if (b_desc) {
+            Tile col = tile_n * bn;
+            return b_t ? trans(desc_load(in["b"], {first_row("b") + col, k})) : desc_load(in["b"], {first_row("b") + k, col});
+          }
+          Tile at_k = *b_ptrs + k * in["b_row_stride"];
+          return b_t ? trans(load(at_k, expand_dims(k_in, 0))) : load(at_k, expand_dims(k_in, 1));
+        };
         Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
           Tile k_in = ks + k < k_end;  // (BLOCK_K)
-          Tile a_tile = a_t ? trans(load(a_ptrs + k * in["a_col_stride"], expand_dims(k_in, 1)))
-                            : load(a_ptrs + k * in["a_col_stride"], expand_dims(k_in, 0));  // (BLOCK_M, BLOCK_K)
-          Tile b_tile = b_t ? trans(load(b_ptrs + k * in["b_row_stride"], expand_dims(k_in, 0)))
-                            : load(b_ptrs + k * in["b_row_stride"], expand_dims(k_in, 1));  // (BLOCK_K, BLOCK_N)
-          return dot(a_tile, b_tile, acc, f.precision);                                      // (BLOCK_M, BLOCK_N)
+          return dot(a_tile(k, k_in), b_tile(k, k_in), acc, f.precision);  // (BLOCK_M, BLOCK_N)
         });
 
         Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)

@@ -77,10 +77,11 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 32, 4, 80, 128, 112, 4, true},
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 64, 64, 64, 4, false, true},
         // Operands through tensor descriptors: TMA rings completing on mbarriers (wgmma in
-        // flight with 3+ stages; 128-byte rows of B in two boxes; 8-bit B as (N, K)), TMA
-        // without a pipeline (one stage; tf32 operands, which the dot takes from registers),
+        // flight with 3+ stages; rows of B in two or four 128-byte boxes, the latter gemm's
+        // wide tile on sm_90; 8-bit B as (N, K)), TMA without a pipeline (one stage; tf32 operands, which the dot takes from registers),
         // and sm_80, where the blocks come from global loads.
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 128, 128, 64, 8, 200, 136, 200, 4, false, false, true},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 128, 256, 64, 8, 200, 264, 136, 4, false, false, true},
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 70, 72, 96, 3, true, false, true},
         TensorCoreCase{i8, i8, "sm_90a", 0, 128, 64, 64, 4, 130, 70, 144, 2, true, false, true},
         TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 128, 8, 64, 128, 256, 3, true, false, true},

@@ -3,192 +3,30 @@
 // split-K, both targets' lowerings, and every error.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <numbers>
-#include <optional>
-
-#include "tests/emu/ops_test_util.h"
 #include "tests/error_message.h"
-#include "tests/scoped_env.h"
-#include "tests/temp_directory.h"
-#include "ops/gemm.h"
+#include "tests/ops/gemm_check.h"
+#include "tests/ptx_dump.h"
 
 namespace {
 
 using namespace tjops;
-using tilejit::ops::Activation;
-using tilejit::ops::BiasAxis;
-using tilejit::ops::GemmOptions;
-
-// A problem in logical layout: A (batch_a, M, K), B (batch_b, K, N), batch 1 broadcasts.
-struct Case {
-  DType a = DType::bf16, b = DType::bf16;
-  int64_t batch_a = 1, batch_b = 1, m = 37, n = 45, k = 40;
-  bool rank3 = false;  // operands with a batch dim even when it is 1
-  GemmOptions options = {};
-  std::optional<DType> out_dtype = {};
-  std::string device = "emu";
-};
-
-struct Inputs {
-  Host a, b, c, bias, row_scale, col_scale, residual;
-  float a_scale = 1, b_scale = 1;
-};
-
-LD activate(Activation act, LD x) {
-  switch (act) {
-    case Activation::none: return x;
-    case Activation::relu: return std::max<LD>(x, 0);
-    case Activation::gelu_tanh: {
-      LD k = std::sqrt(2.0L / std::numbers::pi_v<LD>);
-      return 0.5L * x * (1 + std::tanh(k * (x + 0.044715L * x * x * x)));
-    }
-    case Activation::gelu_erf: return 0.5L * x * (1 + std::erf(x / std::sqrt(2.0L)));
-    case Activation::silu: return x / (1 + std::exp(-x));
-  }
-  return x;
-}
-
-// The relative error of the accumulator against the sum of |products|.
-double accumulation_error(const Case& c) {
-  if (c.a == DType::i8) return 0;
-  if (c.a == DType::f32 && c.options.precision == dsl::Precision::tf32) return 2e-3;
-  return 2e-6 + static_cast<double>(c.k) * 6e-8;
-}
-
-// Half the spacing of the output format's subnormals: the rounding error of tiny values.
-LD subnormal_rounding(DType out) {
-  switch (out) {
-    case DType::f16: return std::ldexp(1.0L, -25);
-    case DType::f8e4m3: return std::ldexp(1.0L, -10);
-    case DType::f8e5m2: return std::ldexp(1.0L, -17);
-    default: return 0;
-  }
-}
-
-// The relative rounding error of the output format.
-double output_rounding(DType out) {
-  switch (out) {
-    case DType::f32: return 2e-7;
-    case DType::f16: return 1e-3;
-    case DType::bf16: return 8e-3;
-    case DType::f8e4m3: return 0.07;
-    case DType::f8e5m2: return 0.13;
-    default: return 0;
-  }
-}
-
-std::vector<int64_t> matrix_shape(bool batched, int64_t batch, int64_t rows, int64_t cols) {
-  return batched ? std::vector<int64_t>{batch, rows, cols} : std::vector<int64_t>{rows, cols};
-}
-
-// Row-major host data of a (batch, rows, cols) matrix, transposed per batch when asked.
-Host layout(const Host& h, int64_t batch, int64_t rows, int64_t cols, bool transpose) {
-  if (!transpose) return h;
-  Host t(h.dtype, h.size());
-  for (int64_t z = 0; z < batch; ++z)
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        t.set_raw(size_t(z * rows * cols + j * rows + i), h.raw(size_t(z * rows * cols + i * cols + j)));
-  return t;
-}
-
-// Runs gemm on fresh random inputs and checks every output element.
-void check_gemm(Case c, Rng& rng) {
-  Device& dev = Device::by_name(c.device);
-  GemmOptions& o = c.options;
-  bool batched = c.rank3 || c.batch_a > 1 || c.batch_b > 1;
-  int64_t batch = std::max(c.batch_a, c.batch_b), m = c.m, n = c.n, k = c.k;
-  double hi = c.a == DType::i8 ? 127 : c.a == DType::f8e4m3 || c.a == DType::f8e5m2 ? 8 : 2;
-  Inputs in;
-  in.a = random_host(c.a, size_t(c.batch_a * m * k), rng, -hi, hi);
-  in.b = random_host(c.b, size_t(c.batch_b * k * n), rng, -hi, hi);
-  Tensor a = upload(layout(in.a, c.batch_a, m, k, o.transpose_a),
-                    matrix_shape(batched, c.batch_a, o.transpose_a ? k : m, o.transpose_a ? m : k), dev);
-  Tensor b = upload(layout(in.b, c.batch_b, k, n, o.transpose_b),
-                    matrix_shape(batched, c.batch_b, o.transpose_b ? n : k, o.transpose_b ? k : n), dev);
-  std::vector<int64_t> out_shape = matrix_shape(batched, batch, m, n);
-  size_t outputs = size_t(batch * m * n);
-  if (o.beta != 0) {
-    in.c = random_host(DType::f32, outputs, rng, -2, 2);
-    o.c = upload(in.c, out_shape, dev);
-  }
-  if (o.bias) {
-    int64_t len = o.bias_axis == BiasAxis::row ? m : n;
-    in.bias = random_host(o.bias->dtype(), size_t(len), rng, -1, 1);
-    o.bias = upload(in.bias, {len}, dev);
-  }
-  if (o.row_scale) in.row_scale = random_host(DType::f32, size_t(m), rng, 0.1, 2), o.row_scale = upload(in.row_scale, {m}, dev);
-  if (o.col_scale) in.col_scale = random_host(DType::f32, size_t(n), rng, 0.1, 2), o.col_scale = upload(in.col_scale, {n}, dev);
-  if (o.residual) {
-    in.residual = random_host(o.residual->dtype(), outputs, rng, -1, 1);
-    o.residual = upload(in.residual, out_shape, dev);
-  }
-  if (o.a_scale_inv) {
-    in.a_scale = 0.25f, in.b_scale = 3.0f;
-    Host sa(DType::f32, 1), sb(DType::f32, 1);
-    sa.set(0, in.a_scale), sb.set(0, in.b_scale);
-    o.a_scale_inv = upload(sa, {1}, dev), o.b_scale_inv = upload(sb, {1}, dev);
-  }
-  if (c.out_dtype) o.out_dtype = c.out_dtype;
-  DType out_dtype = o.out_dtype.value_or(c.a == DType::i8 ? DType::i32
-                                         : c.a == DType::f8e4m3 || c.a == DType::f8e5m2 ? DType::bf16 : c.a);
-  Tensor out = poisoned(out_dtype, out_shape, dev);
-  tilejit::ops::gemm(a, b, out, o);
-
-  std::vector<LD> want(outputs), allowed(outputs);
-  double acc_error = accumulation_error(c), rounding = output_rounding(out_dtype);
-  for (int64_t z = 0; z < batch; ++z)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        LD sum = 0, magnitude = 0;
-        for (int64_t t = 0; t < k; ++t) {
-          LD p = in.a.get(size_t((c.batch_a > 1 ? z : 0) * m * k + i * k + t)) *
-                 in.b.get(size_t((c.batch_b > 1 ? z : 0) * k * n + t * n + j));
-          sum += p, magnitude += std::fabs(p);
-        }
-        size_t at = size_t(z * m * n + i * n + j);
-        LD factor = static_cast<LD>(in.a_scale) * in.b_scale * o.alpha;
-        if (o.row_scale) factor *= in.row_scale.get(size_t(i));
-        if (o.col_scale) factor *= in.col_scale.get(size_t(j));
-        LD v = sum * factor;
-        if (o.beta != 0) v += static_cast<LD>(o.beta) * in.c.get(at);
-        if (o.bias) v += in.bias.get(size_t(o.bias_axis == BiasAxis::row ? i : j));
-        v = activate(o.activation, v);
-        if (o.residual) v += in.residual.get(at);
-        want[at] = v;
-        // The accumulator's error carried through the epilogue (every activation's slope is
-        // below 1.2), then the output's rounding.
-        allowed[at] = 1.2L * acc_error * magnitude * std::fabs(factor) + rounding * std::fabs(v) +
-                      subnormal_rounding(out_dtype) + 1e-6L;
-      }
-  Host got = download(out);
-  std::vector<LD> got_values = got.values();
-  std::vector<LD> scale(outputs);
-  for (size_t i = 0; i < outputs; ++i) scale[i] = allowed[i];
-  expect_scaled("gemm " + name_of(c.a) + " x " + name_of(c.b) + " -> " + name_of(out_dtype), got_values, want, scale, 1.0,
-                [&](size_t i) { return "output element " + std::to_string(i); });
-}
 
 TEST(Gemm, EveryOperandPairing) {
   TJ_SEEDED_RNG(rng);
   for (DType d : {DType::f16, DType::bf16, DType::i8}) {
     SCOPED_TRACE(name_of(d));
-    check_gemm(Case{.a = d, .b = d}, rng);
+    check_gemm(GemmCase{.a = d, .b = d}, rng);
   }
   for (auto precision : {dsl::Precision::tf32, dsl::Precision::tf32x3, dsl::Precision::ieee}) {
     SCOPED_TRACE(static_cast<int>(precision));
-    Case c{.a = DType::f32, .b = DType::f32};
+    GemmCase c{.a = DType::f32, .b = DType::f32};
     c.options.precision = precision;
     check_gemm(c, rng);
   }
   for (DType a : {DType::f8e4m3, DType::f8e5m2})
     for (DType b : {DType::f8e4m3, DType::f8e5m2}) {
       SCOPED_TRACE(name_of(a) + " x " + name_of(b));
-      check_gemm(Case{.a = a, .b = b}, rng);
+      check_gemm(GemmCase{.a = a, .b = b}, rng);
     }
 }
 
@@ -197,7 +35,7 @@ TEST(Gemm, Transposes) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       SCOPED_TRACE(std::string("transpose_a ") + (ta ? "yes" : "no") + ", transpose_b " + (tb ? "yes" : "no"));
-      Case c;
+      GemmCase c;
       c.options.transpose_a = ta, c.options.transpose_b = tb;
       check_gemm(c, rng);
       c.a = c.b = DType::i8;
@@ -207,10 +45,10 @@ TEST(Gemm, Transposes) {
 
 TEST(Gemm, BatchesAndBroadcasting) {
   TJ_SEEDED_RNG(rng);
-  check_gemm(Case{.batch_a = 3, .batch_b = 3, .m = 20, .n = 30, .k = 24}, rng);
-  check_gemm(Case{.batch_a = 3, .batch_b = 1, .m = 20, .n = 30, .k = 24}, rng);             // B rank 2, shared
-  check_gemm(Case{.batch_a = 1, .batch_b = 2, .m = 20, .n = 30, .k = 24, .rank3 = true}, rng);  // A (1, M, K)
-  Case t{.batch_a = 2, .batch_b = 2, .m = 20, .n = 30, .k = 24};
+  check_gemm(GemmCase{.batch_a = 3, .batch_b = 3, .m = 20, .n = 30, .k = 24}, rng);
+  check_gemm(GemmCase{.batch_a = 3, .batch_b = 1, .m = 20, .n = 30, .k = 24}, rng);             // B rank 2, shared
+  check_gemm(GemmCase{.batch_a = 1, .batch_b = 2, .m = 20, .n = 30, .k = 24, .rank3 = true}, rng);  // A (1, M, K)
+  GemmCase t{.batch_a = 2, .batch_b = 2, .m = 20, .n = 30, .k = 24};
   t.options.transpose_a = t.options.transpose_b = true;
   check_gemm(t, rng);
 }
@@ -221,12 +59,12 @@ TEST(Gemm, EpilogueSteps) {
   Tensor placeholder_bf16 = Tensor::empty(emu(), DType::bf16, {1});
   for (Activation act : {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf, Activation::silu}) {
     SCOPED_TRACE(tilejit::ops::activation_name(act));
-    Case c;
+    GemmCase c;
     c.options.activation = act;
     c.options.bias = placeholder_bf16;
     check_gemm(c, rng);
   }
-  Case full{.a = DType::f16, .b = DType::f16};
+  GemmCase full{.a = DType::f16, .b = DType::f16};
   full.options.alpha = 0.5f, full.options.beta = -1.5f, full.options.c = placeholder_f32;
   full.options.bias = placeholder_f32, full.options.bias_axis = BiasAxis::row;
   full.options.row_scale = placeholder_f32, full.options.col_scale = placeholder_f32;
@@ -234,7 +72,7 @@ TEST(Gemm, EpilogueSteps) {
   check_gemm(full, rng);
   full.out_dtype = DType::f32;
   check_gemm(full, rng);
-  Case batched_c{.batch_a = 2, .batch_b = 2, .m = 20, .n = 30, .k = 24};
+  GemmCase batched_c{.batch_a = 2, .batch_b = 2, .m = 20, .n = 30, .k = 24};
   batched_c.options.beta = 1, batched_c.options.c = placeholder_f32, batched_c.options.residual = placeholder_f32;
   check_gemm(batched_c, rng);
 }
@@ -242,17 +80,17 @@ TEST(Gemm, EpilogueSteps) {
 TEST(Gemm, OutputCastsAndQuantizedEpilogues) {
   TJ_SEEDED_RNG(rng);
   Tensor placeholder = Tensor::empty(emu(), DType::f32, {1});
-  Case to_bf16{.a = DType::f32, .b = DType::f32, .out_dtype = DType::bf16};
+  GemmCase to_bf16{.a = DType::f32, .b = DType::f32, .out_dtype = DType::bf16};
   check_gemm(to_bf16, rng);
-  Case to_fp8{.out_dtype = DType::f8e4m3};
+  GemmCase to_fp8{.out_dtype = DType::f8e4m3};
   to_fp8.options.alpha = 0.05f;
   check_gemm(to_fp8, rng);
   // FJFormer's dequantizing epilogue: an i8 product scaled per row and per column.
-  Case dequantized{.a = DType::i8, .b = DType::i8, .out_dtype = DType::f32};
+  GemmCase dequantized{.a = DType::i8, .b = DType::i8, .out_dtype = DType::f32};
   dequantized.options.row_scale = placeholder, dequantized.options.col_scale = placeholder;
   check_gemm(dequantized, rng);
   // Transformer Engine's fp8 GEMM: per-tensor scale_inv of each operand.
-  Case fp8{.a = DType::f8e4m3, .b = DType::f8e5m2};
+  GemmCase fp8{.a = DType::f8e4m3, .b = DType::f8e5m2};
   fp8.options.a_scale_inv = placeholder, fp8.options.b_scale_inv = placeholder;
   check_gemm(fp8, rng);
 }
@@ -260,14 +98,14 @@ TEST(Gemm, OutputCastsAndQuantizedEpilogues) {
 TEST(Gemm, SplitK) {
   TJ_SEEDED_RNG(rng);
   Tensor placeholder = Tensor::empty(emu(), DType::f32, {1});
-  Case c{.m = 30, .n = 40, .k = 300};
+  GemmCase c{.m = 30, .n = 40, .k = 300};
   c.options.split_k = 3;
   c.options.bias = placeholder, c.options.activation = Activation::silu;
   check_gemm(c, rng);
-  Case ints{.a = DType::i8, .b = DType::i8, .batch_a = 2, .batch_b = 2, .m = 20, .n = 24, .k = 200};
+  GemmCase ints{.a = DType::i8, .b = DType::i8, .batch_a = 2, .batch_b = 2, .m = 20, .n = 24, .k = 200};
   ints.options.split_k = 4;
   check_gemm(ints, rng);
-  Case more_slices_than_steps{.m = 16, .n = 16, .k = 40};
+  GemmCase more_slices_than_steps{.m = 16, .n = 16, .k = 40};
   more_slices_than_steps.options.split_k = 16;
   check_gemm(more_slices_than_steps, rng);
 }
@@ -303,28 +141,23 @@ TEST(Gemm, BothTargetsLowerings) {
   TJ_SEEDED_RNG(rng);
   for (const char* device : {"emu:sm_80", "emu:sm_90a"}) {
     SCOPED_TRACE(device);
-    check_gemm(Case{.device = device}, rng);
-    check_gemm(Case{.a = DType::i8, .b = DType::i8, .device = device}, rng);
+    check_gemm(GemmCase{.device = device}, rng);
+    check_gemm(GemmCase{.a = DType::i8, .b = DType::i8, .device = device}, rng);
   }
   // fp8 needs sm_89's mma; sm_80 multiplies fp8 on the CUDA cores.
-  check_gemm(Case{.a = DType::f8e4m3, .b = DType::f8e4m3, .device = "emu:sm_80"}, rng);
+  check_gemm(GemmCase{.a = DType::f8e4m3, .b = DType::f8e4m3, .device = "emu:sm_80"}, rng);
 }
 
 // The PTX of the one gemm kernel the call builds (TILEJIT_DUMP_DIR), on emu:sm_89: a device no
 // other test of this binary builds gemm for, so each new operand layout is built here.
 std::string gemm_ptx(DType dtype, const GemmOptions& options) {
-  tilejit::testing_util::TempDirectory dir;
-  tilejit::testing_util::ScopedEnv dump("TILEJIT_DUMP_DIR", dir.path().c_str());
   Device& device = Device::by_name("emu:sm_89");
   Host zeros(dtype, 64 * 64);
-  tilejit::ops::gemm(upload(zeros, {64, 64}, device), upload(zeros, {64, 64}, device), options);
-  std::vector<std::string> ptx;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
-    if (entry.path().extension() == ".ptx") ptx.push_back(entry.path().string());
+  std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
+    tilejit::ops::gemm(upload(zeros, {64, 64}, device), upload(zeros, {64, 64}, device), options);
+  });
   EXPECT_EQ(ptx.size(), 1u);
-  if (ptx.empty()) return "";
-  std::ifstream in(ptx[0]);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ptx.empty() ? "" : ptx[0];
 }
 
 TEST(Gemm, OperandsAreCopiedSixteenBytesAtATimeInEveryLayout) {

@@ -1,0 +1,65 @@
+#include "ops/gemm/gemm_operands.h"
+
+#include <fmt/format.h>
+
+namespace tilejit::ops::gemm_detail {
+namespace {
+
+// One operand as it lies in memory, and how the kernel's tiles cut it.
+struct StoredOperand {
+  const Tensor* tensor;
+  DType dtype;
+  int64_t rows, cols;                             // one batch, in memory order
+  int64_t row_stride, col_stride, batch_stride;   // elements
+  std::array<int64_t, 2> block;                   // one BLOCK_K step's tile, in memory order
+  bool k_along_rows;                              // K runs down the rows (A stored (K, M), B stored (K, N))
+  bool staged_as_is;                              // the dot reads its tile from the ring as TMA leaves it
+};
+
+// wgmma takes 16-bit tiles from shared memory in either order, 8-bit ones only K-major (A
+// stored (M, K), B stored (N, K)): another 8-bit tile goes through registers, and f32 tiles
+// (tf32) always do, so TMA would only add a detour through shared memory.
+bool staged_as_is(DType dtype, bool k_major) {
+  int bytes = dtype_storage_bytes(dtype);
+  return bytes == 2 || (bytes == 1 && k_major);
+}
+
+StoredOperand stored_a(const GemmProblem& p, const GemmConfig& c) {
+  const MatrixStrides& s = p.a_strides;
+  if (c.a_transposed)
+    return {p.a, p.features.a, p.k, p.m, s.col, s.row, s.batch, {c.block_k, c.block_m}, true, staged_as_is(p.features.a, false)};
+  return {p.a, p.features.a, p.m, p.k, s.row, s.col, s.batch, {c.block_m, c.block_k}, false, staged_as_is(p.features.a, true)};
+}
+
+StoredOperand stored_b(const GemmProblem& p, const GemmConfig& c) {
+  const MatrixStrides& s = p.b_strides;
+  if (c.b_transposed)
+    return {p.b, p.features.b, p.n, p.k, s.col, s.row, s.batch, {c.block_n, c.block_k}, false, staged_as_is(p.features.b, true)};
+  return {p.b, p.features.b, p.k, p.n, s.row, s.col, s.batch, {c.block_k, c.block_n}, true, staged_as_is(p.features.b, false)};
+}
+
+std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch, int64_t block_k) {
+  if (!o.staged_as_is || o.col_stride != 1) return std::nullopt;
+  OperandDescriptor d{{o.tensor->data(), o.dtype, {o.rows, o.cols}, o.row_stride, o.block}, 0};
+  if (batch > 1 && o.batch_stride != 0) {
+    if (o.batch_stride != o.rows * o.row_stride) return std::nullopt;
+    // Past K, TMA must read zeros, not the next batch's first rows.
+    if (o.k_along_rows && o.rows % block_k != 0) return std::nullopt;
+    d.descriptor.shape[0] = batch * o.rows;
+    d.batch_rows = o.rows;
+  }
+  if (!d.descriptor.problem().empty()) return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
+std::string GemmOperands::key() const { return fmt::format("a{}b{}", a ? "tma" : "ptr", b ? "tma" : "ptr"); }
+
+GemmOperands gemm_operands(const GemmProblem& p, const GemmConfig& config, const DeviceInfo& device) {
+  // The tiles must be staged in a pipeline, by sm_90a's lowering: its wgmma reads them where TMA left them.
+  if (device.cc_major != 9 || config.num_stages < 2) return {};
+  return {describe(stored_a(p, config), p.batch, config.block_k), describe(stored_b(p, config), p.batch, config.block_k)};
+}
+
+}  // namespace tilejit::ops::gemm_detail

@@ -1,0 +1,180 @@
+// gemm on sm_90a reading its operands through tensor descriptors (TMA into the pipeline's
+// rings): for each layout, which operands qualify, with which shape and batch rows, and the
+// numbers of the call against the reference on the emulator.
+#include <gtest/gtest.h>
+
+#include "ops/gemm/gemm_config.h"
+#include "ops/gemm/gemm_kernels.h"
+#include "ops/gemm/gemm_operands.h"
+#include "tests/codegen/ptxas_check.h"
+#include "tests/ops/gemm_check.h"
+#include "tests/ptx_dump.h"
+
+namespace tjops {
+namespace {
+
+namespace gd = tilejit::ops::gemm_detail;
+
+// How gemm reads a and b on their device.
+gd::GemmOperands operands_of(const Tensor& a, const Tensor& b, const GemmOptions& o) {
+  gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
+  const DeviceInfo& device = a.device().info();
+  return gd::gemm_operands(p, gd::heuristic_gemm_config(p, device), device);
+}
+
+// What one operand is expected to be read through.
+struct Read {
+  bool descriptor = false;
+  std::array<int64_t, 2> shape{};  // the descriptor's, in memory order, batches stacked
+  int64_t batch_rows = 0;
+};
+const Read kPointer{};
+
+void expect_read(const char* name, const std::optional<gd::OperandDescriptor>& got, const Read& want) {
+  SCOPED_TRACE(name);
+  ASSERT_EQ(got.has_value(), want.descriptor);
+  if (!got) return;
+  EXPECT_EQ(got->descriptor.shape, want.shape);
+  EXPECT_EQ(got->batch_rows, want.batch_rows);
+  EXPECT_EQ(got->descriptor.problem(), "");
+}
+
+struct DescriptorCase {
+  std::string what;
+  GemmCase gemm;
+  Read a, b;
+};
+
+GemmCase on_sm90(GemmCase c, bool ta = false, bool tb = false) {
+  c.device = "emu:sm_90a";
+  c.options.transpose_a = ta, c.options.transpose_b = tb;
+  return c;
+}
+
+TEST(GemmDescriptors, EveryLayoutThatQualifiesAndEveryFallback) {
+  // Row strides are multiples of 16 bytes unless a case says otherwise; no size is a multiple
+  // of its tile, so TMA's zero fill past the edges is exercised.
+  const DType i8 = DType::i8, e4m3 = DType::f8e4m3, e5m2 = DType::f8e5m2;
+  Tensor f32_placeholder = Tensor::empty(emu(), DType::f32, {1});
+  GemmCase with_epilogue = on_sm90({.a = DType::f16, .b = DType::f16, .m = 104, .n = 72, .k = 88});
+  with_epilogue.options.bias = f32_placeholder, with_epilogue.options.activation = Activation::gelu_tanh;
+  with_epilogue.options.residual = f32_placeholder;
+  GemmCase split = on_sm90({.batch_a = 2, .batch_b = 2, .m = 64, .n = 40, .k = 512});
+  split.options.split_k = 3;
+  const std::vector<DescriptorCase> cases = {
+      {"A (M, K), B (K, N)", on_sm90({.m = 104, .n = 72, .k = 88}), {true, {104, 88}}, {true, {88, 72}}},
+      {"A (K, M), B (N, K)", on_sm90({.m = 104, .n = 72, .k = 88}, true, true), {true, {88, 104}}, {true, {72, 88}}},
+      {"A (K, M), B (K, N)", on_sm90({.m = 104, .n = 72, .k = 88}, true), {true, {88, 104}}, {true, {88, 72}}},
+      {"a fused epilogue", with_epilogue, {true, {104, 88}}, {true, {88, 72}}},
+      // Batches stacked as rows: rows past M or N read the next batch (never stored).
+      {"batches one after the other", on_sm90({.batch_a = 3, .batch_b = 3, .m = 40, .n = 24, .k = 128}),
+       {true, {120, 128}, 40}, {true, {384, 24}, 128}},
+      {"batches stacked, B transposed", on_sm90({.batch_a = 2, .batch_b = 2, .m = 40, .n = 24, .k = 88}, false, true),
+       {true, {80, 88}, 40}, {true, {48, 88}, 24}},
+      // K down the rows of stacked batches and not a multiple of BLOCK_K: the last step would
+      // read the next batch where it must read zeros, so that operand takes the pointer path
+      // (cp.async) beside the other's TMA.
+      {"stacked K not a multiple of BLOCK_K", on_sm90({.batch_a = 2, .batch_b = 2, .m = 40, .n = 24, .k = 88}),
+       {true, {80, 88}, 40}, kPointer},
+      {"stacked K not a multiple of BLOCK_K, A transposed",
+       on_sm90({.batch_a = 2, .batch_b = 2, .m = 40, .n = 24, .k = 88}, true, true), kPointer, {true, {48, 88}, 24}},
+      {"B shared by the batches", on_sm90({.batch_a = 3, .batch_b = 1, .m = 40, .n = 24, .k = 88}),
+       {true, {120, 88}, 40}, {true, {88, 24}, 0}},
+      {"split K over stacked batches", split, {true, {128, 512}, 64}, {true, {1024, 40}, 512}},
+      // B's rows 90 bytes apart: no descriptor, and its odd width keeps it out of the ring, so
+      // the dot stores it into scratch space above the ring and its mbarriers.
+      {"B rows not 16-byte multiples", on_sm90({.m = 104, .n = 45, .k = 88}), {true, {104, 88}}, kPointer},
+      {"A rows not 16-byte multiples", on_sm90({.m = 104, .n = 72, .k = 20}), kPointer, {true, {20, 72}}},
+      // 8-bit tiles go to wgmma from the ring only K-major: A (M, K), B (N, K).
+      {"fp8, B (N, K)", on_sm90({.a = e4m3, .b = e5m2, .m = 104, .n = 72, .k = 160}, false, true),
+       {true, {104, 160}}, {true, {72, 160}}},
+      {"fp8, B (K, N)", on_sm90({.a = e5m2, .b = e4m3, .m = 104, .n = 80, .k = 160}), {true, {104, 160}}, kPointer},
+      {"int8, B (N, K)", on_sm90({.a = i8, .b = i8, .m = 104, .n = 72, .k = 160}, false, true), {true, {104, 160}},
+       {true, {72, 160}}},
+      {"int8, A (K, M)", on_sm90({.a = i8, .b = i8, .m = 112, .n = 72, .k = 160}, true, true), kPointer,
+       {true, {72, 160}}},
+      // tf32 operands go to the tensor cores through registers.
+      {"f32", on_sm90({.a = DType::f32, .b = DType::f32, .m = 104, .n = 72, .k = 88}), kPointer, kPointer},
+      // sm_80 has no TMA.
+      {"sm_80", {.m = 104, .n = 72, .k = 88, .device = "emu:sm_80"}, kPointer, kPointer},
+  };
+  TJ_SEEDED_RNG(rng);
+  for (const DescriptorCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    GemmCase run = c.gemm;
+    bool looked = false;
+    run.before_launch = [&](const Tensor& a, const Tensor& b, const GemmOptions& o) {
+      gd::GemmOperands operands = operands_of(a, b, o);
+      expect_read("A", operands.a, c.a);
+      expect_read("B", operands.b, c.b);
+      looked = true;
+    };
+    check_gemm(run, rng);
+    EXPECT_TRUE(looked);
+  }
+}
+
+TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
+  Device& device = Device::by_name("emu:sm_90a");
+  Tensor wide = Tensor::empty(device, DType::bf16, {2, 64, 72});
+  Tensor b = Tensor::empty(device, DType::bf16, {2, 64, 32});
+  // Columns 3.. of a wider matrix: its data is 6 bytes past a 16-byte boundary.
+  EXPECT_FALSE(operands_of(wide.slice(2, 3, 64), b, {}).a.has_value());
+  EXPECT_TRUE(operands_of(wide.slice(2, 8, 64), b, {}).a.has_value());
+  // Batches that are not one after the other cannot be stacked as rows.
+  Tensor rows_apart = Tensor::empty(device, DType::bf16, {64, 2, 64}).permute({1, 0, 2});
+  gd::GemmOperands scattered = operands_of(rows_apart, b, {});
+  EXPECT_FALSE(scattered.a.has_value());
+  EXPECT_TRUE(scattered.b.has_value());
+}
+
+// The kernels gemm builds with an H100's default configs (132 multiprocessors, 227 KiB of
+// shared memory per block) at the sizes its benchmarks run: 128 x 256 tiles in a 4-stage
+// pipeline, which ptxas accepts for sm_90a without spills; both operands come through TMA
+// and the products through wgmma.
+TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
+  if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
+  Device& device = Device::by_name("emu:sm_90a");
+  DeviceInfo h100 = device.info();
+  h100.sm_count = 132, h100.shared_per_block_optin = 227 * 1024;
+  struct Problem {
+    DType a, b;
+    int64_t m, n, k;
+    bool a_km = false, b_nk = false;  // A stored (K, M), B stored (N, K)
+  };
+  const DType bf16 = DType::bf16, e4m3 = DType::f8e4m3;
+  for (const Problem& s : {Problem{bf16, bf16, 4096, 4096, 4096}, Problem{bf16, bf16, 4096, 4096, 4096, true, true},
+                           Problem{e4m3, e4m3, 8192, 8192, 4096, false, true},
+                           Problem{DType::i8, DType::i8, 4096, 4096, 4096, false, true}}) {
+    SCOPED_TRACE(name_of(s.a) + (s.a_km ? " A (K, M)" : " A (M, K)") + (s.b_nk ? " B (N, K)" : " B (K, N)"));
+    Tensor a = Tensor::empty(device, s.a, s.a_km ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k});
+    Tensor b = Tensor::empty(device, s.b, s.b_nk ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n});
+    GemmOptions o;
+    o.transpose_a = s.a_km, o.transpose_b = s.b_nk;
+    gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
+    gd::set_output(p, Tensor::empty(device, p.features.out, p.out_shape));
+    gd::GemmConfig config = gd::heuristic_gemm_config(p, h100);
+    EXPECT_EQ(config.split_k, 1);
+    EXPECT_EQ(config.block_m, 128);
+    EXPECT_EQ(config.block_n, 256);
+    EXPECT_EQ(config.num_stages, 4);
+    gd::GemmOperands operands = gd::gemm_operands(p, config, h100);
+    EXPECT_TRUE(operands.a && operands.b);
+    tilejit::ops::NamedArguments args = gd::main_arguments(p, operands, nullptr);
+    JitKernel kernel(gd::main_kernel(p.features, false, args.params()));
+    std::shared_ptr<LoadedKernel> loaded;
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by(
+        [&] { loaded = kernel.with(config.constants()).prepare(device, args.values()); });
+    EXPECT_LE(loaded->report().shared_bytes, h100.shared_per_block_optin);
+    ASSERT_EQ(ptx.size(), 1u);
+    EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
+    EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
+    EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
+    tilejit::codegen::CompiledKernel compiled;
+    compiled.name = "gemm", compiled.arch = "sm_90a", compiled.ptx = ptx[0];
+    tilejit::codegen::expect_ptxas_accepts(compiled, true);
+  }
+}
+
+}  // namespace
+}  // namespace tjops

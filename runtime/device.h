@@ -133,6 +133,11 @@ class Device {
 
   virtual void* allocate(size_t bytes) = 0;
   virtual void free(void* ptr) = 0;
+  // Memory for work enqueued on `stream` only (an op's temporaries): allocated and freed in
+  // the stream's order, so neither call waits for the device, as freeing allocate's memory
+  // would. free_on takes the stream that allocate_on did.
+  virtual void* allocate_on(Stream& stream, size_t bytes) = 0;
+  virtual void free_on(Stream& stream, void* ptr) = 0;
   virtual void memset_async(void* dst, uint8_t value, size_t bytes, Stream& stream) = 0;
   virtual void copy_async(void* dst, const void* src, size_t bytes, CopyKind kind, Stream& stream) = 0;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind);  // on the default stream, then waits

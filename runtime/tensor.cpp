@@ -62,19 +62,34 @@ struct Exported {
 }  // namespace
 
 Tensor Tensor::empty(Device& device, DType dtype, std::vector<int64_t> shape) {
-  Tensor t;
-  for (int64_t d : shape)
-    if (d < 0) fail("Tensor::empty: negative dimension in shape of {} tensor", dtype_name(dtype));
-  t.device_ = &device;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.strides_ = contiguous_strides(t.shape_);
-  size_t bytes = static_cast<size_t>(std::max<int64_t>(t.bytes(), 1));
-  void* p = device.allocate(bytes);
+  Tensor t = unallocated(device, dtype, std::move(shape), "Tensor::empty");
+  void* p = device.allocate(t.allocation_bytes());
   t.data_ = p;
   t.storage_ = std::shared_ptr<void>(p, [&device](void* q) { device.free(q); });
   return t;
 }
+
+Tensor Tensor::scratch(Stream& stream, DType dtype, std::vector<int64_t> shape) {
+  Tensor t = unallocated(stream.device(), dtype, std::move(shape), "Tensor::scratch");
+  void* p = stream.device().allocate_on(stream, t.allocation_bytes());
+  t.data_ = p;
+  t.storage_ = std::shared_ptr<void>(p, [&stream](void* q) { stream.device().free_on(stream, q); });
+  return t;
+}
+
+Tensor Tensor::unallocated(Device& device, DType dtype, std::vector<int64_t> shape, const char* maker) {
+  Tensor t;
+  for (int64_t d : shape)
+    if (d < 0) fail("{}: negative dimension in shape of {} tensor", maker, dtype_name(dtype));
+  t.device_ = &device;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.strides_ = contiguous_strides(t.shape_);
+  return t;
+}
+
+// At least one byte, so that even an empty tensor has an address of its own.
+size_t Tensor::allocation_bytes() const { return static_cast<size_t>(std::max<int64_t>(bytes(), 1)); }
 
 Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   if (!managed) fail("from_dlpack: null DLManagedTensor");

@@ -20,6 +20,10 @@ class Tensor {
  public:
   // A new contiguous (row-major) tensor on `device`; its contents are undefined.
   static Tensor empty(Device& device, DType dtype, std::vector<int64_t> shape);
+  // A new contiguous tensor for work enqueued on `stream` only, such as an op's temporaries:
+  // its memory is allocated and, when the last copy goes away, freed in the stream's order
+  // (Device::allocate_on), so neither waits for the device. `stream` must outlive it.
+  static Tensor scratch(Stream& stream, DType dtype, std::vector<int64_t> shape);
   // Wraps a DLPack tensor without copying; `managed`'s deleter runs when the last copy of
   // the Tensor goes away. CUDA memory maps to Device::cuda(device_id), CPU memory to the
   // emulator. Throws for other devices, dtypes tilejit lacks, and negative strides.
@@ -69,6 +73,10 @@ class Tensor {
 
  private:
   Tensor() = default;
+  // A contiguous tensor of `shape` with no memory yet; `maker` names the caller in errors.
+  static Tensor unallocated(Device& device, DType dtype, std::vector<int64_t> shape, const char* maker);
+  size_t allocation_bytes() const;
+
   std::shared_ptr<void> storage_;  // keeps the memory alive
   Device* device_ = nullptr;
   void* data_ = nullptr;

@@ -71,7 +71,8 @@ AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Te
   args.contiguous("logsumexp", logsumexp);
 
   Device& device = q.device();
-  auto rows = [&] { return Tensor::empty(device, DType::f32, p.logsumexp_shape()); };
+  Stream& s = op_stream(q, stream);
+  auto rows = [&] { return Tensor::scratch(s, DType::f32, p.logsumexp_shape()); };
   BackwardBuffers buffers{out,
                           dout,
                           logsumexp,
@@ -80,11 +81,11 @@ AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Te
                           rows(),
                           rows(),
                           rows(),
-                          Tensor::empty(device, DType::i32, {p.batch, p.heads}),
+                          Tensor::scratch(s, DType::i32, {p.batch, p.heads}),
                           Tensor::empty(device, p.dtype, p.q_shape()),
                           Tensor::empty(device, p.dtype, p.kv_shape()),
                           Tensor::empty(device, p.dtype, p.kv_shape())};
-  launch_backward(p, choose_configs(p.dtype, p.head_dim), buffers, op_stream(q, stream));
+  launch_backward(p, choose_configs(p.dtype, p.head_dim), buffers, s);
   return {buffers.dq, buffers.dk, buffers.dv};
 }
 

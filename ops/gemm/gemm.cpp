@@ -33,7 +33,7 @@ void launch_gemm(GemmProblem& p, Stream* stream) {
     k.with(config.constants()).launch_args(s, LaunchDims{tiles, {}}, args.values());
     return;
   }
-  Tensor workspace = Tensor::empty(s.device(), f.accumulator(), {config.split_k, p.batch, p.m, p.n});
+  Tensor workspace = Tensor::scratch(s, f.accumulator(), {config.split_k, p.batch, p.m, p.n});
   NamedArguments partial = main_arguments(p, operands, &workspace);
   const JitKernel& main = op_kernel(key + "/partial", [&] { return main_kernel(f, true, partial.params()); });
   main.with(config.constants()).launch_args(s, LaunchDims{tiles, {}}, partial.values());

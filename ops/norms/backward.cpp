@@ -15,7 +15,7 @@ constexpr int64_t kSumBlock = 64;         // columns per program of the partial 
 
 }  // namespace
 
-NormBackwardPlan plan_norm_backward(NormKind kind, Device& device, const RowShape& shape) {
+NormBackwardPlan plan_norm_backward(NormKind kind, Stream& stream, const RowShape& shape) {
   const RowTiling tiling = row_tiling(shape.hidden);
   // Rows per program: a multiple of the tile's rows, so that the partition (and with it the
   // order of every sum) follows from the shape alone.
@@ -23,9 +23,9 @@ NormBackwardPlan plan_norm_backward(NormKind kind, Device& device, const RowShap
       tiling.block_rows * std::max<int64_t>(1, ceil_div(ceil_div(shape.rows, tiling.block_rows), kMaxPartialRows));
   const int64_t programs = std::max<int64_t>(1, ceil_div(shape.rows, rows_per_program));
   NormBackwardPlan plan{
-      tiling, rows_per_program, programs, Tensor::empty(device, DType::f32, {programs, shape.hidden}), {}, {}};
-  if (kind == NormKind::layer) plan.partial_dbeta = Tensor::empty(device, DType::f32, {programs, shape.hidden});
-  if (!tiling.whole_row && shape.rows > 0) plan.row_terms = Tensor::empty(device, DType::f32, {shape.rows, 2});
+      tiling, rows_per_program, programs, Tensor::scratch(stream, DType::f32, {programs, shape.hidden}), {}, {}};
+  if (kind == NormKind::layer) plan.partial_dbeta = Tensor::scratch(stream, DType::f32, {programs, shape.hidden});
+  if (!tiling.whole_row && shape.rows > 0) plan.row_terms = Tensor::scratch(stream, DType::f32, {shape.rows, 2});
   return plan;
 }
 
@@ -89,9 +89,10 @@ NormGradients norm_backward(NormKind kind, const Tensor& dy, const Tensor& x, co
                             const Tensor& gamma, const NormBackwardOptions& options, Stream* stream) {
   OpArguments args(kind == NormKind::layer ? "layer_norm_backward" : "rms_norm_backward");
   const RowShape shape = check_norm_backward(args, kind, dy, x, mean, rsigma, gamma, options);
-  const NormBackwardPlan plan = plan_norm_backward(kind, x.device(), shape);
+  Stream& s = op_stream(x, stream);
+  const NormBackwardPlan plan = plan_norm_backward(kind, s, shape);
   NormGradients out = make_norm_gradients(kind, x, gamma);
-  launch_norm_backward(kind, dy, x, mean, rsigma, gamma, options, shape, plan, out, op_stream(x, stream));
+  launch_norm_backward(kind, dy, x, mean, rsigma, gamma, options, shape, plan, out, s);
   return out;
 }
 

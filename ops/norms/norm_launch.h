@@ -25,7 +25,8 @@ struct NormBackwardPlan {
   Tensor partial_dgamma;
   std::optional<Tensor> partial_dbeta, row_terms;
 };
-NormBackwardPlan plan_norm_backward(NormKind kind, Device& device, const RowShape& shape);
+// The partial sums live on `stream`, which the backward kernels must run on.
+NormBackwardPlan plan_norm_backward(NormKind kind, Stream& stream, const RowShape& shape);
 // dx, dgamma and (LayerNorm) dbeta for gamma's dtype and x's shape.
 NormGradients make_norm_gradients(NormKind kind, const Tensor& x, const Tensor& gamma);
 // The backward kernels into `out`; mean is null for RMSNorm.

@@ -128,7 +128,7 @@ ExampleRun run_backward(const std::string& op, NormKind kind, Device& device, co
   const NormOutput forward = make_norm_output(kind, run.x.tensor, run.shape, o);
   Stream& stream = device.default_stream();
   launch_norm_forward(kind, run.x.tensor, run.gamma.tensor, beta, o, run.shape, forward, stream);
-  const NormBackwardPlan plan = plan_norm_backward(kind, device, run.shape);
+  const NormBackwardPlan plan = plan_norm_backward(kind, stream, run.shape);
   NormGradients out = make_norm_gradients(kind, run.x.tensor, run.gamma.tensor);
   out.dx.fill_bytes(0xff);
   time_launches(run.result, device, [&](Stream& s) {

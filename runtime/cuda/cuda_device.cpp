@@ -124,6 +124,8 @@ class CudaDevice final : public Device {
 
   void* allocate(size_t bytes) override;
   void free(void* ptr) override;
+  void* allocate_on(Stream& stream, size_t bytes) override;
+  void free_on(Stream& stream, void* ptr) override;
   void memset_async(void* dst, uint8_t value, size_t bytes, Stream& stream) override;
   void copy_async(void* dst, const void* src, size_t bytes, CopyKind kind, Stream& stream) override;
 
@@ -150,6 +152,8 @@ class CudaDevice final : public Device {
   const DriverApi& api_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;  // retained for the process: devices are never destroyed
+  CUmemoryPool stream_ordered_pool_ = nullptr;  // allocate_on's memory, made on first use
+  std::once_flag pool_made_;
   const codegen::Target* target_ = nullptr;
   Stream default_stream_;  // the legacy default stream (handle 0), which orders with all others
 };
@@ -197,6 +201,33 @@ void CudaDevice::free(void* ptr) {
   if (!ptr) return;
   make_current(context_);
   TJ_CU(cuMemFree, device_pointer(ptr));
+}
+
+// The pool keeps what is freed into it (no release threshold), so that an op's temporaries
+// reuse memory from one call to the next instead of going back to the driver each time.
+void* CudaDevice::allocate_on(Stream& stream, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  make_current(context_);
+  std::call_once(pool_made_, [&] {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = info_.ordinal;
+    TJ_CU(cuMemPoolCreate, &stream_ordered_pool_, &props);
+    cuuint64_t keep_everything = ~cuuint64_t{0};
+    TJ_CU(cuMemPoolSetAttribute, stream_ordered_pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything);
+  });
+  CUdeviceptr ptr = 0;
+  if (CUresult r = api_.cuMemAllocFromPoolAsync(&ptr, bytes, stream_ordered_pool_, static_cast<CUstream>(stream.handle()));
+      r != CUDA_SUCCESS)
+    fail_call(r, "cuMemAllocFromPoolAsync", fmt::format("{} bytes on {}", bytes, info_.name));
+  return reinterpret_cast<void*>(ptr);
+}
+
+void CudaDevice::free_on(Stream& stream, void* ptr) {
+  if (!ptr) return;
+  make_current(context_);
+  TJ_CU(cuMemFreeAsync, device_pointer(ptr), static_cast<CUstream>(stream.handle()));
 }
 
 void CudaDevice::memset_async(void* dst, uint8_t value, size_t bytes, Stream& stream) {

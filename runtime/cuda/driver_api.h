@@ -34,6 +34,10 @@
   X(cuEventDestroy)                      \
   X(cuMemAlloc)                          \
   X(cuMemFree)                           \
+  X(cuMemPoolCreate)                     \
+  X(cuMemPoolSetAttribute)               \
+  X(cuMemAllocFromPoolAsync)             \
+  X(cuMemFreeAsync)                      \
   X(cuMemsetD8Async)                     \
   X(cuMemcpyHtoDAsync)                   \
   X(cuMemcpyDtoHAsync)                   \

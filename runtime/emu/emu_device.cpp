@@ -88,6 +88,10 @@ class EmuDevice : public Device {
     std::free(ptr);
   }
 
+  // Work runs as it is enqueued, so the stream's order is the program's.
+  void* allocate_on(Stream&, size_t bytes) override { return allocate(bytes); }
+  void free_on(Stream&, void* ptr) override { free(ptr); }
+
   void memset_async(void* dst, uint8_t value, size_t bytes, Stream&) override {
     check_range(dst, bytes, "memset destination");
     std::memset(dst, value, bytes);

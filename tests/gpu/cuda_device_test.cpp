@@ -1,6 +1,7 @@
 // The CUDA device on a GPU (each test skips, saying why, without one): device info, a kernel
-// launched through the device interface with streams, events and copies, thread-block
-// cluster launches, and driver errors that name the failing call.
+// launched through the device interface with streams, events and copies, stream-ordered
+// scratch memory, thread-block cluster launches, and driver errors that name the failing call.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "codegen/target.h"
 #include "ops/kernels/examples.h"
 #include "runtime/device.h"
+#include "runtime/tensor.h"
 
 namespace tilejit {
 namespace {
@@ -74,6 +76,27 @@ TEST_F(CudaDeviceTest, RunsAKernel) {
   EXPECT_EQ(back, out);
   device.synchronize();
   for (void* p : {dx, dout, dcopy}) device.free(p);
+}
+
+// Scratch tensors come from a stream-ordered pool: each one written and read on its stream,
+// released while that work may still be queued, and the memory taken again at once.
+TEST_F(CudaDeviceTest, ScratchMemoryIsStreamOrdered) {
+  Device& device = Device::cuda(0);
+  Stream stream = device.create_stream();
+  const int64_t n = 1 << 20;
+  std::vector<uint8_t> back(n);
+  for (int round = 0; round < 50; ++round) {
+    Tensor t = Tensor::scratch(stream, DType::i8, {n});
+    ASSERT_EQ(t.shape(), std::vector<int64_t>{n});
+    auto value = static_cast<uint8_t>(round + 1);
+    device.memset_async(t.data(), value, n, stream);
+    if (round % 10 == 0) {
+      device.copy_async(back.data(), t.data(), n, CopyKind::device_to_host, stream);
+      stream.synchronize();
+      ASSERT_EQ(std::count(back.begin(), back.end(), value), n) << "round " << round;
+    }
+  }
+  stream.synchronize();
 }
 
 TEST_F(CudaDeviceTest, ClusterLaunchOnHopper) {

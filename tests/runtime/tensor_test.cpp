@@ -48,6 +48,18 @@ TEST(Tensor, EmptyIsContiguous) {
   EXPECT_THAT(error_of([&] { t.dim(3); }), HasSubstr("dimension 3 is out of range for bf16[3, 4, 5] on emu"));
 }
 
+TEST(Tensor, ScratchIsContiguousAndUsable) {
+  Stream& stream = Device::emu().default_stream();
+  Tensor t = Tensor::scratch(stream, DType::f32, {2, 3});
+  EXPECT_EQ(t.strides(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(&t.device(), &Device::emu());
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  t.copy_from_host(std::span<const float>(v));
+  EXPECT_EQ(t.to_host<float>(), v);
+  EXPECT_THAT(error_of([&] { Tensor::scratch(stream, DType::f32, {2, -1}); }),
+              HasSubstr("Tensor::scratch: negative dimension in shape of f32 tensor"));
+}
+
 TEST(Tensor, CopiesCheckSizes) {
   Tensor t = Tensor::empty(Device::emu(), DType::f32, {4});
   std::vector<float> three(3);

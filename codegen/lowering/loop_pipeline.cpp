@@ -139,16 +139,17 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     staged.push_back({op.get(), in_body_order(body, slice), width, L.wgmma_dot_tiling(*dot).has_value()});
   }
   if (staged.empty()) return nullptr;
-  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged)));
+  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged), uses));
 }
 
-LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged)
+LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged,
+                           const std::map<const ir::Value*, int>& uses)
     : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages) {
-  dot_in_flight_ = find_dot_in_flight();
+  dot_in_flight_ = find_dot_in_flight(uses);
   for (const Staged& s : staged_) (s.tma ? uses_tma_ : uses_cp_async_) = true;
 }
 
-const ir::Op* LoopPipeline::find_dot_in_flight() {
+const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, int>& uses) {
   if (stages_ < 3) return nullptr;
   const ir::Block& body = loop_.region(0);
   const ir::Op* dot = nullptr;
@@ -165,12 +166,15 @@ const ir::Op* LoopPipeline::find_dot_in_flight() {
   // Operands stored into scratch per iteration would be overwritten while still being read.
   if (!is_staged(held_a(dot->operands[0], tiling->instr.element_bits).value) || !is_staged(held_b(dot->operands[1]).value))
     return nullptr;
-  std::map<const ir::Value*, int> uses = count_uses(L_.fn.body);
+  auto use_count = [&](const ir::Value* v) {
+    auto it = uses.find(v);
+    return it == uses.end() ? 0 : it->second;
+  };
   const ir::Value* acc = dot->operands[2];
   const ir::Op& yield = *body.ops.back();
   for (size_t i = 0; i + 1 < body.args.size(); ++i) {
     if (body.args[1 + i] != acc || yield.operands[i] != dot->result()) continue;
-    if (uses[acc] != 1 || uses[dot->result()] != 1) return nullptr;
+    if (use_count(acc) != 1 || use_count(dot->result()) != 1) return nullptr;
     carried_index_ = i;
     return dot;
   }

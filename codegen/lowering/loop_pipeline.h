@@ -29,6 +29,7 @@
 // accumulator registers passing through the wait.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -60,11 +61,12 @@ class LoopPipeline {
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
   };
-  LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged);
+  // `uses`: how many ops of the function use each value.
+  LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged, const std::map<const ir::Value*, int>& uses);
 
   // The dot that may stay in flight across iterations (see above), or null; sets
   // carried_index_ to the loop-carried value it accumulates into.
-  const ir::Op* find_dot_in_flight();
+  const ir::Op* find_dot_in_flight(const std::map<const ir::Value*, int>& uses);
   // Iterations a slot stays busy after its own: 1 while a dot stays in flight.
   int lag() const { return dot_in_flight_ ? 1 : 0; }
 

@@ -43,8 +43,8 @@ ConfigChoice choose_config(const TunableKernel& op, const ProblemShape& requeste
     log::debug("autotune {}: the stored config {} does not fit [{}]", op.name, best->config.str(), shape.str());
   }
   if (autotune_on_first_use()) {
-    DeviceRunner runner(op, shape, device, TimingOptions::for_device(device.info()), std::random_device{}());
-    TuneResult result = tune(op, shape, runner, db, options);
+    auto runner = make_candidate_runner(op, shape, device, TimingOptions::for_device(device.info()), std::random_device{}());
+    TuneResult result = tune(op, shape, *runner, db, options);
     if (result.best && fits(op, result.best->config, shape)) return {result.best->config, ConfigSource::tuned_now};
     log::warn("autotune {} [{}]: tuning found no config that runs; using the heuristic", op.name, shape.str());
   }

@@ -13,6 +13,12 @@ std::unique_ptr<TuningProblem> make_problem(const TunableKernel& tunable, Device
 
 }  // namespace
 
+std::unique_ptr<CandidateRunner> make_candidate_runner(const TunableKernel& tunable, const ProblemShape& shape,
+                                                       Device& device, const TimingOptions& timing, uint64_t seed) {
+  if (tunable.runner) return tunable.runner(device, tunable.checked_shape(shape), timing, seed);
+  return std::make_unique<DeviceRunner>(tunable, shape, device, timing, seed);
+}
+
 DeviceRunner::DeviceRunner(const TunableKernel& tunable, const ProblemShape& shape, Device& device,
                            const TimingOptions& timing, uint64_t seed)
     : device_(device),

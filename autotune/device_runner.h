@@ -14,6 +14,11 @@
 
 namespace tilejit::autotune {
 
+// The runner for `tunable`'s candidates on `shape`: its own (TunableKernel::runner) when it
+// declares one, else a DeviceRunner.
+std::unique_ptr<CandidateRunner> make_candidate_runner(const TunableKernel& tunable, const ProblemShape& shape,
+                                                       Device& device, const TimingOptions& timing, uint64_t seed);
+
 class DeviceRunner : public CandidateRunner {
  public:
   DeviceRunner(const TunableKernel& tunable, const ProblemShape& shape, Device& device, const TimingOptions& timing,

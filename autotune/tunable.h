@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "autotune/candidate_runner.h"
 #include "autotune/config_space.h"
 #include "autotune/cost_model.h"
+#include "autotune/launch_timer.h"
 #include "autotune/named_values.h"
 #include "autotune/shape_bucketing.h"
 #include "dsl/kernel.h"
@@ -51,6 +53,12 @@ struct TunableKernel {
   std::function<Config(const ProblemShape&, const DeviceInfo&)> heuristic;
   // A problem of `shape` on `device` with inputs from `seed`.
   std::function<std::unique_ptr<TuningProblem>(Device&, const ProblemShape&, uint64_t seed)> problem;
+  // For an op whose call is more than one kernel on fixed arguments (gemm: tensor descriptors
+  // that follow the tiles, split-K's second kernel): runs candidates through the op's own
+  // launch path, so what is timed is what a call runs. Unset: a DeviceRunner over `kernel`
+  // and `problem` (make_candidate_runner, autotune/device_runner.h).
+  std::function<std::unique_ptr<CandidateRunner>(Device&, const ProblemShape&, const TimingOptions&, uint64_t seed)>
+      runner;
 
   // `shape` with exactly this op's dimensions, in order; throws tilejit::Error naming the
   // missing or unknown ones.

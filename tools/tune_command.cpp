@@ -14,7 +14,7 @@
 
 #include "autotune/device_runner.h"
 #include "autotune/tuner.h"
-#include "ops/kernels/example_tuning.h"
+#include "ops/tunable_ops.h"
 #include "tools/commands.h"
 #include "tools/progress_bar.h"
 
@@ -74,7 +74,7 @@ struct Options {
 };
 
 int run_tune(const Options& o) {
-  const TunableKernel& op = ops::find_tunable_example(o.op);
+  const TunableKernel& op = ops::find_tunable_op(o.op);
   std::vector<ProblemShape> shapes = read_shapes(o.shapes, op);
   Device& device = Device::by_name(o.device);
   TuningDatabase& db = TuningDatabase::global();
@@ -95,7 +95,7 @@ int run_tune(const Options& o) {
       fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
       continue;
     }
-    DeviceRunner runner(op, shape, device, timing, std::random_device{}());
+    auto runner = make_candidate_runner(op, shape, device, timing, std::random_device{}());
     TuneOptions options;
     options.top_k = o.top_k;
     options.compile_threads = o.jobs;
@@ -105,7 +105,7 @@ int run_tune(const Options& o) {
       std::string best = p.best ? fmt::format("best {:.4f} ms {}", p.best_ms, p.best->str()) : "no result yet";
       bar.update(before + p.done, fmt::format("[{}] {}", shape.str(), best));
     };
-    TuneResult r = tune(op, shape, runner, db, options);
+    TuneResult r = tune(op, shape, *runner, db, options);
     bar.finish();
     if (r.interrupted) {
       fmt::print("interrupted: the trials so far are recorded; run the same command again to resume\n");

@@ -17,11 +17,14 @@ std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
 
 int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }
 
+bool a_stored_transposed(const GemmProblem& p) { return p.a_strides.col != 1 && p.a_strides.row == 1; }
+bool b_stored_transposed(const GemmProblem& p) { return p.b_strides.row == 1 && p.b_strides.col != 1; }
+
 GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device) {
   GemmConfig c;
   const GemmFeatures& f = p.features;
-  c.a_transposed = p.a_strides.col != 1 && p.a_strides.row == 1;
-  c.b_transposed = p.b_strides.row == 1 && p.b_strides.col != 1;
+  c.a_transposed = a_stored_transposed(p);
+  c.b_transposed = b_stored_transposed(p);
   int bytes = dtype_storage_bytes(f.a);
   bool cuda_cores = f.a == DType::f32 && f.precision == dsl::Precision::ieee;
   if (cuda_cores) {

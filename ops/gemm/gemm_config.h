@@ -25,4 +25,9 @@ struct GemmConfig {
 
 GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device);
 
+// Whether an operand's memory runs along K the other way (A stored (K, M), B stored (N, K)):
+// the kernel then reads it in that order.
+bool a_stored_transposed(const GemmProblem& p);
+bool b_stored_transposed(const GemmProblem& p);
+
 }  // namespace tilejit::ops::gemm_detail

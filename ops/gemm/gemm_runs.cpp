@@ -1,11 +1,10 @@
 #include "ops/gemm/gemm_runs.h"
 
-#include <algorithm>
-#include <cmath>
 #include <random>
 
 #include "ops/common/host_values.h"
 #include "ops/gemm.h"
+#include "ops/gemm/gemm_row_check.h"
 #include "ops/int8.h"
 #include "ops/library_runs.h"
 
@@ -42,27 +41,10 @@ ExampleRun run_gemm_spec(const GemmRunSpec& spec, Device& device, const ExampleO
 
   std::vector<uint8_t> got(static_cast<size_t>(out.bytes()));
   out.copy_to_host(got.data(), got.size());
-  std::vector<double> av = host_values(spec.a, a_bytes), bv = host_values(spec.a, b_bytes);
-  r.rtol = spec.output_rounding;
-  r.ok = true;
-  const int64_t rows = std::min<int64_t>(m, 64);
-  size_t out_size = static_cast<size_t>(dtype_storage_bytes(spec.out));
-  for (int64_t sample = 0; sample < rows; ++sample) {
-    int64_t i = sample * m / rows;
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, magnitude = 0;
-      for (int64_t t = 0; t < k; ++t) {
-        double p = av[static_cast<size_t>(i * k + t)] * bv[static_cast<size_t>(t * n + j)];
-        sum += p, magnitude += std::fabs(p);
-      }
-      double v = host_value(spec.out, got.data() + static_cast<size_t>(i * n + j) * out_size);
-      double error = std::isnan(v) ? INFINITY : std::fabs(v - sum);
-      double atol = spec.accumulation_error * magnitude;
-      r.atol = std::max(r.atol, atol);
-      r.max_abs_error = std::max(r.max_abs_error, error);
-      r.ok = r.ok && error <= atol + r.rtol * std::fabs(sum);
-    }
-  }
+  gemm_detail::RowCheck check =
+      gemm_detail::check_gemm_rows(host_values(spec.a, a_bytes), host_values(spec.a, b_bytes), spec.out, got, m, n, k,
+                                   spec.accumulation_error, spec.output_rounding);
+  r.ok = check.ok, r.max_abs_error = check.max_abs_error, r.atol = check.atol, r.rtol = spec.output_rounding;
   return r;
 }
 

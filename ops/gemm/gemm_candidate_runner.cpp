@@ -1,0 +1,111 @@
+#include "ops/gemm/gemm_candidate_runner.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <random>
+
+#include "ops/common/host_values.h"
+#include "ops/gemm/gemm_launch.h"
+#include "ops/gemm/gemm_row_check.h"
+
+namespace tilejit::ops::gemm_detail {
+namespace {
+
+// The relative rounding of one output element.
+double output_rounding(DType out) {
+  switch (out) {
+    case DType::f32: return 1e-6;
+    case DType::f16: return 1.0 / 2048;
+    case DType::bf16: return 1.0 / 256;
+    case DType::f8e4m3: return 1.0 / 16;
+    case DType::f8e5m2: return 1.0 / 8;
+    default: return 0;  // i32: exact
+  }
+}
+
+// Row-major (rows, cols) bytes of `dtype` transposed to (cols, rows).
+std::vector<uint8_t> transposed(const std::vector<uint8_t>& bytes, DType dtype, int64_t rows, int64_t cols) {
+  const auto size = static_cast<size_t>(dtype_storage_bytes(dtype));
+  std::vector<uint8_t> out(bytes.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      std::copy_n(&bytes[static_cast<size_t>(i * cols + j) * size], size, &out[static_cast<size_t>(j * rows + i) * size]);
+  return out;
+}
+
+class GemmCandidateRunner final : public autotune::CandidateRunner {
+ public:
+  GemmCandidateRunner(const GemmTuningSpec& spec, Device& device, const autotune::ProblemShape& shape,
+                      const autotune::TimingOptions& timing, uint64_t seed)
+      : spec_(spec), device_(device), m_(shape["M"]), n_(shape["N"]), k_(shape["K"]), timer_(device, timing) {
+    std::mt19937_64 rng(seed);
+    std::vector<uint8_t> a = random_elements(spec.a, m_ * k_, rng), b = random_elements(spec.b, k_ * n_, rng);
+    a_values_ = host_values(spec.a, a), b_values_ = host_values(spec.b, b);
+    a_ = spec.a_transposed ? upload_elements(device, spec.a, {k_, m_}, transposed(a, spec.a, m_, k_).data())
+                           : upload_elements(device, spec.a, {m_, k_}, a.data());
+    b_ = spec.b_transposed ? upload_elements(device, spec.b, {n_, k_}, transposed(b, spec.b, k_, n_).data())
+                           : upload_elements(device, spec.b, {k_, n_}, b.data());
+    out_ = Tensor::empty(device, spec.out, {m_, n_});
+    options_.transpose_a = spec.a_transposed, options_.transpose_b = spec.b_transposed;
+    options_.out_dtype = spec.out, options_.precision = spec.precision;
+    if (spec.a == DType::f8e4m3 || spec.a == DType::f8e5m2) {
+      const float one = 1;
+      options_.a_scale_inv = options_.b_scale_inv = upload_elements(device, DType::f32, {1}, &one);
+    }
+    problem_ = check_gemm(*a_, *b_, options_, &*out_);
+    workspace_like_ = Tensor::empty(device, problem_->features.accumulator(), {1});
+  }
+
+  const DeviceInfo& device() const override { return device_.info(); }
+
+  KernelReport prepare(const autotune::Config& config) override {
+    return prepare_gemm_with(*problem_, gemm_config_of(config, spec_), device_, *workspace_like_);
+  }
+
+  autotune::Measurement measure(const autotune::Config& config) override {
+    GemmConfig c = gemm_config_of(config, spec_);
+    Stream& s = device_.default_stream();
+    out_->fill_bytes(0xff);
+    launch_gemm_with(*problem_, c, s);
+    s.synchronize();
+    std::vector<uint8_t> got(static_cast<size_t>(out_->bytes()));
+    out_->copy_to_host(got.data(), got.size());
+    double accumulation_error = spec_.a == DType::i8 ? 0 : 1e-5;
+    RowCheck check = check_gemm_rows(a_values_, b_values_, spec_.out, got, m_, n_, k_, accumulation_error,
+                                     output_rounding(spec_.out));
+    if (!check.ok)
+      return {false, fmt::format("max error {:.3g} exceeds {:.3g} + {:.0e} * |reference|", check.max_abs_error,
+                                 check.atol, output_rounding(spec_.out)),
+              0};
+    return {true, "", timer_.median_ms([&](Stream& stream) { launch_gemm_with(*problem_, c, stream); })};
+  }
+
+ private:
+  GemmTuningSpec spec_;
+  Device& device_;
+  int64_t m_, n_, k_;
+  autotune::LaunchTimer timer_;
+  std::vector<double> a_values_, b_values_;  // A (M, K) and B (K, N), row-major
+  std::optional<Tensor> a_, b_, out_, workspace_like_;
+  GemmOptions options_;
+  std::optional<GemmProblem> problem_;  // refers to a_, b_ and options_
+};
+
+}  // namespace
+
+GemmConfig gemm_config_of(const autotune::Config& config, const GemmTuningSpec& spec) {
+  GemmConfig c;
+  c.block_m = config["BLOCK_M"], c.block_n = config["BLOCK_N"], c.block_k = config["BLOCK_K"];
+  c.split_k = config["SPLIT_K"], c.num_warps = config["num_warps"], c.num_stages = config["num_stages"];
+  c.a_transposed = spec.a_transposed, c.b_transposed = spec.b_transposed;
+  return c;
+}
+
+std::unique_ptr<autotune::CandidateRunner> make_gemm_runner(const GemmTuningSpec& spec, Device& device,
+                                                            const autotune::ProblemShape& shape,
+                                                            const autotune::TimingOptions& timing, uint64_t seed) {
+  return std::make_unique<GemmCandidateRunner>(spec, device, shape, timing, seed);
+}
+
+}  // namespace tilejit::ops::gemm_detail

@@ -1,0 +1,65 @@
+#include "ops/gemm/gemm_launch.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "ops/common/op_kernels.h"
+#include "ops/gemm/gemm_kernels.h"
+
+namespace tilejit::ops::gemm_detail {
+namespace {
+
+uint32_t grid_dim(int64_t n) { return static_cast<uint32_t>(n); }
+
+GemmConfig clamped(GemmConfig config, const GemmProblem& p) {
+  config.split_k = std::clamp<int64_t>(config.split_k, 1, std::max<int64_t>(1, (p.k + config.block_k - 1) / config.block_k));
+  return config;
+}
+
+// The main kernel of `p` tiled by `config` (writing the slices into `workspace` when given)
+// with its arguments, which refer to `operands`' descriptors: built in place, never moved.
+struct MainKernel {
+  MainKernel(const GemmProblem& p, const GemmConfig& config, const DeviceInfo& device, const Tensor* workspace)
+      : operands(gemm_operands(p, config, device)), args(main_arguments(p, operands, workspace)) {
+    std::string key = p.features.key() + "/" + operands.key() + (workspace ? "/partial" : "");
+    bool partial = workspace != nullptr;
+    kernel = op_kernel(key, [&] { return main_kernel(p.features, partial, args.params()); }).with(config.constants());
+  }
+  MainKernel(const MainKernel&) = delete;
+  MainKernel& operator=(const MainKernel&) = delete;
+
+  GemmOperands operands;
+  NamedArguments args;
+  std::optional<BoundKernel> kernel;
+};
+
+}  // namespace
+
+void launch_gemm_with(const GemmProblem& p, GemmConfig config, Stream& s) {
+  config = clamped(config, p);
+  const GemmFeatures& f = p.features;
+  Dim3 tiles{grid_dim(config.output_tiles(p)), grid_dim(p.batch), grid_dim(config.split_k)};
+  if (config.split_k == 1) {
+    MainKernel main(p, config, s.device().info(), nullptr);
+    main.kernel->launch_args(s, LaunchDims{tiles, {}}, main.args.values());
+    return;
+  }
+  Tensor workspace = Tensor::scratch(s, f.accumulator(), {config.split_k, p.batch, p.m, p.n});
+  MainKernel main(p, config, s.device().info(), &workspace);
+  main.kernel->launch_args(s, LaunchDims{tiles, {}}, main.args.values());
+
+  NamedArguments sum = reduction_arguments(p, workspace);
+  const JitKernel& reduce = op_kernel(f.key() + "/sum", [&] { return reduction_kernel(f, sum.params()); });
+  const int64_t bm = 32, bn = 64;
+  Dim3 sum_grid{grid_dim(((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn)), grid_dim(p.batch), 1};
+  reduce.with({{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"SPLIT_K", config.split_k}})
+      .launch_args(s, LaunchDims{sum_grid, {}}, sum.values());
+}
+
+KernelReport prepare_gemm_with(const GemmProblem& p, GemmConfig config, Device& device, const Tensor& workspace_like) {
+  config = clamped(config, p);
+  MainKernel main(p, config, device.info(), config.split_k > 1 ? &workspace_like : nullptr);
+  return main.kernel->prepare(device, main.args.values())->report();
+}
+
+}  // namespace tilejit::ops::gemm_detail

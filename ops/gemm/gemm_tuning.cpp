@@ -1,0 +1,148 @@
+#include "ops/gemm/gemm_tuning.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "autotune/config_choice.h"
+#include "ops/gemm/gemm_candidate_runner.h"
+
+namespace tilejit::ops::gemm_detail {
+namespace {
+
+using autotune::Config;
+using autotune::ProblemShape;
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool on_cuda_cores(const GemmTuningSpec& spec) {
+  return spec.a == DType::f32 && spec.precision == dsl::Precision::ieee;
+}
+
+// Tiles for the tensor cores (wgmma needs 64 rows), smaller ones for FMA; BLOCK_K spans 32 to
+// 128 bytes of a row; up to four stages; split-K up to 8 slices.
+autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
+  autotune::ConfigSpace space;
+  int bytes = dtype_storage_bytes(spec.a);
+  if (on_cuda_cores(spec)) {
+    space.add("BLOCK_M", {32, 64}).add("BLOCK_N", {32, 64, 128}).add("BLOCK_K", {8, 16});
+    space.add("num_warps", {4, 8}).add("num_stages", {1, 2});
+  } else {
+    space.add("BLOCK_M", {64, 128}).add("BLOCK_N", {64, 128, 256}).add("BLOCK_K", {64 / bytes, 128 / bytes});
+    space.add("num_warps", {4, 8}).add("num_stages", {2, 3, 4});
+  }
+  space.add("SPLIT_K", {1, 2, 4, 8});
+  // At most 128 accumulator values per thread: more spill.
+  space.require("BLOCK_M * BLOCK_N <= 128 values per thread", [](const Config& c, const ProblemShape&) {
+    return c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"];
+  });
+  // Every slice keeps at least two BLOCK_K steps.
+  space.require("SPLIT_K * 2 * BLOCK_K <= K", [](const Config& c, const ProblemShape& s) {
+    return c["SPLIT_K"] == 1 || 2 * c["SPLIT_K"] * c["BLOCK_K"] <= s["K"];
+  });
+  return space;
+}
+
+// The launch a config makes, for the cost model: operand tiles read once per K step of every
+// program, the output written (by every slice, with split-K, and read back by the sum).
+autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s) {
+  int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], split = c["SPLIT_K"];
+  int64_t tiles = cdiv(s["M"], bm) * cdiv(s["N"], bn);
+  double k = double(cdiv(s["K"], bk) * bk);
+  double operand_bytes = dtype_storage_bytes(spec.a);
+  double out_bytes = double(s["M"] * s["N"]) * (split > 1 ? 8.0 * double(split) : dtype_storage_bytes(spec.out));
+  double threads = 32.0 * double(c["num_warps"]);
+  return {tiles * split, int(c["num_warps"]), 2.0 * double(tiles * bm * bn) * k,
+          operand_bytes * double(tiles * (bm + bn)) * k + out_bytes, double(bm * bn + (bm + bn) * bk) / threads};
+}
+
+// A problem with the spec's dtypes and layout and the shape's sizes, for the heuristic, which
+// reads nothing else.
+GemmProblem shaped_problem(const GemmTuningSpec& spec, const ProblemShape& s) {
+  GemmProblem p;
+  p.m = s["M"], p.n = s["N"], p.k = s["K"];
+  p.features.a = spec.a, p.features.b = spec.b, p.features.out = spec.out, p.features.precision = spec.precision;
+  p.a_strides = spec.a_transposed ? MatrixStrides{0, 1, p.m} : MatrixStrides{0, p.k, 1};
+  p.b_strides = spec.b_transposed ? MatrixStrides{0, 1, p.k} : MatrixStrides{0, p.n, 1};
+  return p;
+}
+
+Config tuned_values(const GemmConfig& c) {
+  return Config{{{"BLOCK_M", c.block_m},
+                 {"BLOCK_N", c.block_n},
+                 {"BLOCK_K", c.block_k},
+                 {"num_warps", c.num_warps},
+                 {"num_stages", c.num_stages},
+                 {"SPLIT_K", c.split_k}}};
+}
+
+autotune::TunableKernel make_tunable(const GemmTuningSpec& spec) {
+  autotune::TunableKernel op;
+  op.name = "ops.gemm";
+  op.dims = {"M", "N", "K"};
+  op.space = space_of(spec);
+  op.bucketing.power_of_two("M").power_of_two("N").power_of_two("K");
+  op.dtypes = spec.dtypes();
+  op.layout = spec.layout();
+  op.work = [spec](const Config& c, const ProblemShape& s) { return work_of(spec, c, s); };
+  op.heuristic = [spec](const ProblemShape& s, const DeviceInfo& device) {
+    return tuned_values(heuristic_gemm_config(shaped_problem(spec, s), device));
+  };
+  op.runner = [spec](Device& device, const ProblemShape& s, const autotune::TimingOptions& timing, uint64_t seed) {
+    return make_gemm_runner(spec, device, s, timing, seed);
+  };
+  return op;
+}
+
+}  // namespace
+
+GemmTuningSpec GemmTuningSpec::of(const GemmProblem& p) {
+  return {p.features.a, p.features.b, p.features.out, p.features.precision, a_stored_transposed(p),
+          b_stored_transposed(p)};
+}
+
+std::string GemmTuningSpec::dtypes() const {
+  std::string s = fmt::format("{},{}->{}", dtype_name(a), dtype_name(b), dtype_name(out));
+  if (a != DType::f32) return s;
+  switch (precision) {
+    case dsl::Precision::tf32: return s + "/tf32";
+    case dsl::Precision::tf32x3: return s + "/tf32x3";
+    case dsl::Precision::ieee: return s + "/ieee";
+  }
+  return s;
+}
+
+std::string GemmTuningSpec::layout() const {
+  return std::string(a_transposed ? "t" : "n") + (b_transposed ? "t" : "n");
+}
+
+const autotune::TunableKernel& gemm_tunable(const GemmTuningSpec& spec) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<autotune::TunableKernel>> tunables;
+  std::lock_guard lock(mutex);
+  std::unique_ptr<autotune::TunableKernel>& op = tunables[spec.dtypes() + "/" + spec.layout()];
+  if (!op) op = std::make_unique<autotune::TunableKernel>(make_tunable(spec));
+  return *op;
+}
+
+GemmConfig call_config(const GemmProblem& p, Device& device) {
+  if (p.batch != 1 || p.k == 0) return heuristic_gemm_config(p, device.info());
+  GemmTuningSpec spec = GemmTuningSpec::of(p);
+  using Key = std::tuple<const Device*, std::string, int64_t, int64_t, int64_t>;
+  static std::mutex mutex;
+  static std::map<Key, GemmConfig> remembered;
+  // Held while a first call tunes: a second caller of the same shape waits for its result.
+  std::lock_guard lock(mutex);
+  Key key{&device, spec.dtypes() + "/" + spec.layout(), p.m, p.n, p.k};
+  if (auto it = remembered.find(key); it != remembered.end()) return it->second;
+  autotune::ConfigChoice choice =
+      autotune::choose_config(gemm_tunable(spec), ProblemShape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}}, device);
+  GemmConfig config = choice.source == autotune::ConfigSource::heuristic ? heuristic_gemm_config(p, device.info())
+                                                                          : gemm_config_of(choice.config, spec);
+  return remembered.emplace(key, config).first->second;
+}
+
+}  // namespace tilejit::ops::gemm_detail

@@ -1,0 +1,122 @@
+// gemm as a tunable op on the emulator: tuning a shape through the op's own launch path
+// stores a result that later calls of that shape run; with TILEJIT_AUTOTUNE=1 an untuned
+// shape is tuned on its first call; batched calls and untuned shapes take the heuristic; the
+// sampled-row check rejects a wrong output. The process's cache (and with it the tuning
+// database) lives in a fresh directory, so no earlier run's results are seen.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autotune/config_choice.h"
+#include "autotune/device_runner.h"
+#include "ops/gemm/gemm_candidate_runner.h"
+#include "ops/gemm/gemm_row_check.h"
+#include "tests/ops/gemm_check.h"
+#include "tests/scoped_env.h"
+#include "tests/temp_directory.h"
+
+namespace tjops {
+namespace {
+
+namespace gd = tilejit::ops::gemm_detail;
+namespace at = tilejit::autotune;
+
+class FreshCache : public testing::Environment {
+ public:
+  void SetUp() override { cache_dir_.emplace("TILEJIT_CACHE_DIR", dir_.path().c_str()); }
+
+ private:
+  tilejit::testing_util::TempDirectory dir_;
+  std::optional<tilejit::testing_util::ScopedEnv> cache_dir_;
+};
+[[maybe_unused]] testing::Environment* const fresh_cache = testing::AddGlobalTestEnvironment(new FreshCache);
+
+// The config gemm runs for a call of a and b.
+gd::GemmConfig config_of_call(const Tensor& a, const Tensor& b, const GemmOptions& o) {
+  gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
+  return gd::call_config(p, a.device());
+}
+
+void expect_same(const gd::GemmConfig& got, const gd::GemmConfig& want) {
+  EXPECT_EQ(got.constants(), want.constants());
+}
+
+TEST(GemmTuning, ATunedShapeServesLaterCalls) {
+  Device& device = Device::by_name("emu:sm_90a");
+  const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, true};
+  const at::TunableKernel& op = gd::gemm_tunable(spec);
+  const at::ProblemShape shape{{{"M", 96}, {"N", 80}, {"K", 256}}};
+  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
+  at::TuneOptions options;
+  options.top_k = 4;
+  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+  ASSERT_TRUE(result.best.has_value());
+  EXPECT_GE(result.timed, 1);
+  for (const at::CandidateResult& c : result.candidates) {
+    SCOPED_TRACE(c.config.str());
+    EXPECT_TRUE(c.trial.status == at::TrialStatus::ok || c.trial.status == at::TrialStatus::over_limits)
+        << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
+  }
+
+  TJ_SEEDED_RNG(rng);
+  GemmCase call{.m = 96, .n = 80, .k = 256, .device = "emu:sm_90a"};
+  call.options.transpose_b = true;
+  bool looked = false;
+  call.before_launch = [&](const Tensor& a, const Tensor& b, const GemmOptions& o) {
+    expect_same(config_of_call(a, b, o), gd::gemm_config_of(result.best->config, spec));
+    looked = true;
+  };
+  check_gemm(call, rng);
+  EXPECT_TRUE(looked);
+}
+
+TEST(GemmTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {
+  tilejit::testing_util::ScopedEnv autotune("TILEJIT_AUTOTUNE", "1");
+  Device& device = Device::by_name("emu:sm_90a");
+  const gd::GemmTuningSpec spec{DType::f16, DType::f16, DType::f16, dsl::Precision::tf32, false, false};
+  const at::ProblemShape shape{{{"M", 72}, {"N", 64}, {"K", 128}}};
+  const at::TuningKey key = at::TuningKey::of(gd::gemm_tunable(spec), shape, device.info());
+  ASSERT_FALSE(at::TuningDatabase::global().best(key).has_value());
+  TJ_SEEDED_RNG(rng);
+  check_gemm(GemmCase{.a = DType::f16, .b = DType::f16, .m = 72, .n = 64, .k = 128, .device = "emu:sm_90a"}, rng);
+  std::optional<at::BestConfig> best = at::TuningDatabase::global().best(key);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->tuned_shape, shape);
+}
+
+TEST(GemmTuning, BatchedCallsAndUntunedShapesTakeTheHeuristic) {
+  TJ_SEEDED_RNG(rng);
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    GemmCase c{.batch_a = batch, .batch_b = batch, .m = 40, .n = 48, .k = 64, .device = "emu:sm_90a"};
+    c.before_launch = [&](const Tensor& a, const Tensor& b, const GemmOptions& o) {
+      gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
+      expect_same(gd::call_config(p, a.device()), gd::heuristic_gemm_config(p, a.device().info()));
+    };
+    check_gemm(c, rng);
+  }
+}
+
+TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
+  // A (2, 3) and B (3, 2) of small integers: the product is exact in f32.
+  const std::vector<double> a = {1, 2, 3, -1, 0, 2}, b = {1, 0, -2, 1, 0, 3};
+  std::vector<float> product = {-3, 11, -1, 6};
+  auto check = [&](const std::vector<float>& out) {
+    std::vector<uint8_t> bytes(out.size() * sizeof(float));
+    std::memcpy(bytes.data(), out.data(), bytes.size());
+    return gd::check_gemm_rows(a, b, DType::f32, bytes, 2, 2, 3, 1e-6, 1e-6);
+  };
+  EXPECT_TRUE(check(product).ok);
+  std::vector<float> off_by_one = product;
+  off_by_one[3] += 1;
+  gd::RowCheck wrong = check(off_by_one);
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_DOUBLE_EQ(wrong.max_abs_error, 1.0);
+  std::vector<float> nan = product;
+  nan[0] = NAN;
+  EXPECT_FALSE(check(nan).ok);
+  EXPECT_TRUE(std::isinf(check(nan).max_abs_error));
+}
+
+}  // namespace
+}  // namespace tjops

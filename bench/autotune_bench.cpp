@@ -1,6 +1,6 @@
 // Autotuning costs: tuning one GEMM shape end to end (configs ranked by the cost model, the
-// top 8 compiled in parallel, checked against the reference, timed, the result stored), on
-// the emulator and on a GPU; and a cold start from a cache pack (open the pack, look up the
+// top 8 compiled in parallel, checked against the reference, timed, the result stored) for
+// the example GEMM kernel and the library's gemm, on the emulator and on a GPU; and a cold start from a cache pack (open the pack, look up the
 // tuned config, find the compiled kernel: no trace, no LLVM, no assembler), with a pack of a
 // few entries and one with thousands more (opening reads the index, not the entries).
 //
@@ -17,6 +17,7 @@
 #include "autotune/tuner.h"
 #include "codegen/target.h"
 #include "ops/kernels/example_tuning.h"
+#include "ops/tunable_ops.h"
 #include "runtime/cuda/cuda_compile.h"
 #include "runtime/kernel_cache.h"
 
@@ -25,20 +26,22 @@ namespace {
 using namespace tilejit;
 using namespace tilejit::autotune;
 
-void BM_TuneGemmOneShape(benchmark::State& state, const std::string& device_name, int64_t size) {
+// `op`: the example GEMM kernel, or the library's gemm (through its own launch path).
+void BM_TuneGemmOneShape(benchmark::State& state, const std::string& op, const std::string& device_name,
+                         int64_t size) {
   if (device_name == "cuda" && Device::cuda_device_count() == 0) {
     state.SkipWithError(("no GPU: " + cuda_driver_status()).c_str());
     return;
   }
   Device& device = Device::by_name(device_name);
-  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  const TunableKernel& gemm = ops::find_tunable_op(op);
   ProblemShape shape{{{"M", size}, {"N", size}, {"K", size}}};
   TuneResult last;
   for (auto _ : state) {
     KernelCache memory_only(CacheOptions{"", true});
     TuningDatabase db(memory_only);
-    DeviceRunner runner(gemm, shape, device, TimingOptions::for_device(device.info()), 1);
-    last = tune(gemm, shape, runner, db);
+    auto runner = make_candidate_runner(gemm, shape, device, TimingOptions::for_device(device.info()), 1);
+    last = tune(gemm, shape, *runner, db);
   }
   state.counters["configs"] = last.configs;
   state.counters["timed"] = last.timed;
@@ -46,8 +49,18 @@ void BM_TuneGemmOneShape(benchmark::State& state, const std::string& device_name
   state.counters["best_ms"] = last.best ? last.best->ms : -1;
   state.SetLabel(fmt::format("{} on {}", shape.str(), device.info().name));
 }
-BENCHMARK_CAPTURE(BM_TuneGemmOneShape, emu_128, std::string("emu"), 128)->Unit(benchmark::kSecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_TuneGemmOneShape, cuda_4096, std::string("cuda"), 4096)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_TuneGemmOneShape, example_emu_128, std::string("gemm"), std::string("emu"), 128)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_TuneGemmOneShape, example_cuda_4096, std::string("gemm"), std::string("cuda"), 4096)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_TuneGemmOneShape, library_bf16_nt_emu_128, std::string("gemm_bf16_nt"), std::string("emu"), 128)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_TuneGemmOneShape, library_bf16_nt_cuda_4096, std::string("gemm_bf16_nt"), std::string("cuda"), 4096)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 // A pack made from a cache holding the GEMM's tuned config and its sm_90a image, plus
 // `filler` other entries of 16 KiB.

@@ -12,6 +12,7 @@
 
 #include "codegen/lowering/shared_operand.h"
 #include "codegen/lowering/tma.h"
+#include "codegen/shared_operands.h"
 
 namespace tilejit::codegen::lowering {
 
@@ -102,11 +103,9 @@ const ir::Op* dot_reading_through_shared(const Lowering& L, const ir::Block& bod
   }
   if (!user || user->kind != K::dot) return nullptr;
   int index = user->operands[0] == operand ? 0 : user->operands[1] == operand ? 1 : -1;
-  std::optional<MmaTiling> t = L.dot_tiling(*user);
-  if (!t || t->instr.a_kind == MmaKind::tf32 || index < 0) return nullptr;  // tf32 goes through registers
-  // ldmatrix and wgmma transpose only 16-bit elements: 8-bit A must be (M, K), 8-bit B (N, K).
-  bool held = index == 0 ? !transposed || t->instr.element_bits == 16 : transposed || t->instr.element_bits == 16;
-  return held ? user : nullptr;
+  if (index < 0 || !L.dot_tiling(*user)) return nullptr;
+  bool k_major = index == 0 ? !transposed : transposed;  // A held (M, K), B held as trans of (N, K)
+  return dot_reads_from_shared(v->type.dtype, k_major) ? user : nullptr;
 }
 
 }  // namespace
@@ -194,9 +193,11 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     barriers_offset_ = end;
     end += stages_ * kMbarrierBytes;
   }
-  // Scratch tiles stored during the loop (an operand the ring does not hold) start aligned too.
-  L_.scratch_offset = align_up(end, SharedOperand::kAlignment);
+  L_.scratch_offset = end;
   L_.reserve_shared(0);
+  // Scratch tiles stored during the loop (an operand the ring does not hold) start aligned
+  // too; the padding counts only when there are some.
+  L_.scratch_offset = align_up(end, SharedOperand::kAlignment);
   // The rings overlay scratch space that earlier lowerings may still be reading, or have
   // written through the generic proxy (ordered before the TMA's writes by each writer's fence).
   if (uses_tma_) fence_proxy_async();

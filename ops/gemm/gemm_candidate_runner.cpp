@@ -12,18 +12,6 @@
 namespace tilejit::ops::gemm_detail {
 namespace {
 
-// The relative rounding of one output element.
-double output_rounding(DType out) {
-  switch (out) {
-    case DType::f32: return 1e-6;
-    case DType::f16: return 1.0 / 2048;
-    case DType::bf16: return 1.0 / 256;
-    case DType::f8e4m3: return 1.0 / 16;
-    case DType::f8e5m2: return 1.0 / 8;
-    default: return 0;  // i32: exact
-  }
-}
-
 // Row-major (rows, cols) bytes of `dtype` transposed to (cols, rows).
 std::vector<uint8_t> transposed(const std::vector<uint8_t>& bytes, DType dtype, int64_t rows, int64_t cols) {
   const auto size = static_cast<size_t>(dtype_storage_bytes(dtype));
@@ -36,12 +24,14 @@ std::vector<uint8_t> transposed(const std::vector<uint8_t>& bytes, DType dtype, 
 
 class GemmCandidateRunner final : public autotune::CandidateRunner {
  public:
+  GemmCandidateRunner(const GemmCandidateRunner&) = delete;  // problem_ points into it
+  GemmCandidateRunner& operator=(const GemmCandidateRunner&) = delete;
   GemmCandidateRunner(const GemmTuningSpec& spec, Device& device, const autotune::ProblemShape& shape,
                       const autotune::TimingOptions& timing, uint64_t seed)
       : spec_(spec), device_(device), m_(shape["M"]), n_(shape["N"]), k_(shape["K"]), timer_(device, timing) {
     std::mt19937_64 rng(seed);
     std::vector<uint8_t> a = random_elements(spec.a, m_ * k_, rng), b = random_elements(spec.b, k_ * n_, rng);
-    a_values_ = host_values(spec.a, a), b_values_ = host_values(spec.b, b);
+    reference_.emplace(host_values(spec.a, a), host_values(spec.b, b), m_, n_, k_);
     a_ = spec.a_transposed ? upload_elements(device, spec.a, {k_, m_}, transposed(a, spec.a, m_, k_).data())
                            : upload_elements(device, spec.a, {m_, k_}, a.data());
     b_ = spec.b_transposed ? upload_elements(device, spec.b, {n_, k_}, transposed(b, spec.b, k_, n_).data())
@@ -72,8 +62,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
     std::vector<uint8_t> got(static_cast<size_t>(out_->bytes()));
     out_->copy_to_host(got.data(), got.size());
     double accumulation_error = spec_.a == DType::i8 ? 0 : 1e-5;
-    RowCheck check = check_gemm_rows(a_values_, b_values_, spec_.out, got, m_, n_, k_, accumulation_error,
-                                     output_rounding(spec_.out));
+    RowCheck check = reference_->check(spec_.out, got, accumulation_error, output_rounding(spec_.out));
     if (!check.ok)
       return {false, fmt::format("max error {:.3g} exceeds {:.3g} + {:.0e} * |reference|", check.max_abs_error,
                                  check.atol, output_rounding(spec_.out)),
@@ -86,7 +75,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
   Device& device_;
   int64_t m_, n_, k_;
   autotune::LaunchTimer timer_;
-  std::vector<double> a_values_, b_values_;  // A (M, K) and B (K, N), row-major
+  std::optional<SampledRows> reference_;
   std::optional<Tensor> a_, b_, out_, workspace_like_;
   GemmOptions options_;
   std::optional<GemmProblem> problem_;  // refers to a_, b_ and options_

@@ -81,9 +81,10 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
         Tile ks = arange(0, bk);                  // (BLOCK_K)
         // An operand whose memory runs along K the other way (A stored (K, M), B stored (N, K))
         // is read in that order, so that its reads are contiguous, and multiplied as its
-        // transpose. Through a descriptor, TMA zero-fills past the edges. Through pointers,
-        // rows and columns past the edge read a valid row / column again (they are never
-        // stored), so only K needs a mask.
+        // transpose. Through a descriptor, TMA zero-fills past the tensor's edges (rows past
+        // M or N of stacked batches read the next batch, never stored; K past the end reads
+        // zeros, gemm_operands.h). Through pointers, rows and columns past the edge read a
+        // valid row / column again (never stored), so only K needs a mask.
         bool a_t = c["A_TRANSPOSED"], b_t = c["B_TRANSPOSED"];
         // A descriptor's rows stack the batches: this batch's first row.
         auto first_row = [&](const char* name) { return program_id(1) * in[std::string(name) + "_batch_rows"]; };

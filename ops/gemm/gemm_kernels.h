@@ -19,6 +19,7 @@ namespace tilejit::ops::gemm_detail {
 // The main kernel's launch: the operands as `operands` has them read, the output (or, with a
 // workspace, the slices of the partial sums). The arguments refer to `operands`' descriptors.
 NamedArguments main_arguments(const GemmProblem& p, const GemmOperands& operands, const Tensor* workspace);
+NamedArguments main_arguments(const GemmProblem& p, GemmOperands&& operands, const Tensor* workspace) = delete;
 // The main kernel for `f` (with `writes_workspace` its epilogue is left to the reduction). An
 // operand whose parameters `params` give as a descriptor is read through it (desc_load).
 dsl::Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir::Param> params);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/shared_operands.h"
+
 namespace tilejit::ops::gemm_detail {
 namespace {
 
@@ -14,28 +16,23 @@ struct StoredOperand {
   std::array<int64_t, 2> block;                   // one BLOCK_K step's tile, in memory order
   bool k_along_rows;                              // K runs down the rows (A stored (K, M), B stored (K, N))
   bool staged_as_is;                              // the dot reads its tile from the ring as TMA leaves it
+                                                  // (other tiles go through registers: TMA would be a detour)
 };
-
-// wgmma takes 16-bit tiles from shared memory in either order, 8-bit ones only K-major (A
-// stored (M, K), B stored (N, K)): another 8-bit tile goes through registers, and f32 tiles
-// (tf32) always do, so TMA would only add a detour through shared memory.
-bool staged_as_is(DType dtype, bool k_major) {
-  int bytes = dtype_storage_bytes(dtype);
-  return bytes == 2 || (bytes == 1 && k_major);
-}
 
 StoredOperand stored_a(const GemmProblem& p, const GemmConfig& c) {
   const MatrixStrides& s = p.a_strides;
+  const DType d = p.features.a;
   if (c.a_transposed)
-    return {p.a, p.features.a, p.k, p.m, s.col, s.row, s.batch, {c.block_k, c.block_m}, true, staged_as_is(p.features.a, false)};
-  return {p.a, p.features.a, p.m, p.k, s.row, s.col, s.batch, {c.block_m, c.block_k}, false, staged_as_is(p.features.a, true)};
+    return {p.a, d, p.k, p.m, s.col, s.row, s.batch, {c.block_k, c.block_m}, true, codegen::dot_reads_from_shared(d, false)};
+  return {p.a, d, p.m, p.k, s.row, s.col, s.batch, {c.block_m, c.block_k}, false, codegen::dot_reads_from_shared(d, true)};
 }
 
 StoredOperand stored_b(const GemmProblem& p, const GemmConfig& c) {
   const MatrixStrides& s = p.b_strides;
+  const DType d = p.features.b;
   if (c.b_transposed)
-    return {p.b, p.features.b, p.n, p.k, s.col, s.row, s.batch, {c.block_n, c.block_k}, false, staged_as_is(p.features.b, true)};
-  return {p.b, p.features.b, p.k, p.n, s.row, s.col, s.batch, {c.block_k, c.block_n}, true, staged_as_is(p.features.b, false)};
+    return {p.b, d, p.n, p.k, s.col, s.row, s.batch, {c.block_n, c.block_k}, false, codegen::dot_reads_from_shared(d, true)};
+  return {p.b, d, p.k, p.n, s.row, s.col, s.batch, {c.block_k, c.block_n}, true, codegen::dot_reads_from_shared(d, false)};
 }
 
 std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch, int64_t block_k) {

@@ -1,8 +1,9 @@
-// How the main kernel reads A and B. On a device with TMA (sm_90+) an operand that the tensor
-// cores can take straight from the pipeline's shared-memory ring is read through a tensor
-// descriptor when its memory allows one: TMA then copies whole tiles into the ring, zero-filling
-// past the edges, and no thread spends registers or instructions on addresses. Every other
-// operand is read through its pointer and strides, 16 bytes per thread and copy.
+// How the main kernel reads A and B. On sm_90, whose wgmma lowering takes tiles where TMA left
+// them, an operand that the tensor cores read straight from the pipeline's ring
+// (codegen/shared_operands.h) is read through a tensor descriptor when its memory allows one:
+// TMA then copies whole tiles into the ring, zero-filling past the edges, and no thread spends
+// registers or instructions on addresses. Every other operand is read through its pointer and
+// strides, 16 bytes per thread and copy.
 //
 // A descriptor is rank 2, so a batched operand gets one only when its batches lie one after the
 // other (stacked as the descriptor's rows) or are one shared matrix.

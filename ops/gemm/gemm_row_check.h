@@ -1,7 +1,9 @@
 // A gemm output checked against a double-precision reference on sampled rows: every column
-// of 64 rows spread over M (all of them when M is smaller), so a wrong tile anywhere along N
-// shows while the reference stays cheap at any size. The error allowed for an element is
-// `accumulation_error` times the sum of |products| plus `output_rounding` times |reference|.
+// of 64 rows spread over M (all of them when M is smaller), the last row always among them,
+// so a wrong tile along N or at the edges shows while the reference stays cheap at any size.
+// The reference is computed once and serves any number of checks (a tuner checks every
+// candidate against it). The error allowed for an element is `accumulation_error` times the
+// sum of |products| plus `output_rounding` times |reference|.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +19,21 @@ struct RowCheck {
   double atol = 0;           // the largest absolute part of the allowed errors
 };
 
-// `a` (M, K) and `b` (K, N) as row-major values; `out` the output's row-major bytes.
-RowCheck check_gemm_rows(const std::vector<double>& a, const std::vector<double>& b, DType out_dtype,
-                         const std::vector<uint8_t>& out, int64_t m, int64_t n, int64_t k, double accumulation_error,
-                         double output_rounding);
+class SampledRows {
+ public:
+  // `a` (M, K) and `b` (K, N) as row-major values.
+  SampledRows(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n, int64_t k);
+  // `out`: the output's row-major bytes of `out_dtype`.
+  RowCheck check(DType out_dtype, const std::vector<uint8_t>& out, double accumulation_error,
+                 double output_rounding) const;
+
+ private:
+  int64_t n_;
+  std::vector<int64_t> rows_;
+  std::vector<double> sums_, magnitudes_;  // (rows, N)
+};
+
+// The relative rounding of one output element of `dtype` (0 for integers: exact).
+double output_rounding(DType dtype);
 
 }  // namespace tilejit::ops::gemm_detail

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "autotune/config_choice.h"
@@ -22,8 +24,8 @@ bool on_cuda_cores(const GemmTuningSpec& spec) {
   return spec.a == DType::f32 && spec.precision == dsl::Precision::ieee;
 }
 
-// Tiles for the tensor cores (wgmma needs 64 rows), smaller ones for FMA; BLOCK_K spans 32 to
-// 128 bytes of a row; up to four stages; split-K up to 8 slices.
+// Tiles for the tensor cores (wgmma needs 64 rows) with BLOCK_K spanning 64 or 128 bytes of a
+// row and two to four stages, smaller ones for FMA; split-K up to 8 slices.
 autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   autotune::ConfigSpace space;
   int bytes = dtype_storage_bytes(spec.a);
@@ -36,7 +38,7 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   }
   space.add("SPLIT_K", {1, 2, 4, 8});
   // At most 128 accumulator values per thread: more spill.
-  space.require("BLOCK_M * BLOCK_N <= 128 values per thread", [](const Config& c, const ProblemShape&) {
+  space.require("BLOCK_M * BLOCK_N <= 128 * 32 * num_warps", [](const Config& c, const ProblemShape&) {
     return c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"];
   });
   // Every slice keeps at least two BLOCK_K steps.
@@ -129,20 +131,43 @@ const autotune::TunableKernel& gemm_tunable(const GemmTuningSpec& spec) {
 }
 
 GemmConfig call_config(const GemmProblem& p, Device& device) {
-  if (p.batch != 1 || p.k == 0) return heuristic_gemm_config(p, device.info());
-  GemmTuningSpec spec = GemmTuningSpec::of(p);
-  using Key = std::tuple<const Device*, std::string, int64_t, int64_t, int64_t>;
+  GemmConfig heuristic = heuristic_gemm_config(p, device.info());
+  if (p.batch != 1 || p.k == 0) return heuristic;
+  const GemmTuningSpec spec = GemmTuningSpec::of(p);
+  const autotune::TunableKernel& op = gemm_tunable(spec);
+  const ProblemShape shape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}};
+  // What the database (or tuning on first use) gave a bucket: looked up once per process, by
+  // the first call of the bucket, which later callers of it wait for; other buckets go on.
+  using Key = std::tuple<const Device*, std::string, std::string>;
+  using Stored = std::shared_future<std::optional<Config>>;
   static std::mutex mutex;
-  static std::map<Key, GemmConfig> remembered;
-  // Held while a first call tunes: a second caller of the same shape waits for its result.
-  std::lock_guard lock(mutex);
-  Key key{&device, spec.dtypes() + "/" + spec.layout(), p.m, p.n, p.k};
-  if (auto it = remembered.find(key); it != remembered.end()) return it->second;
-  autotune::ConfigChoice choice =
-      autotune::choose_config(gemm_tunable(spec), ProblemShape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}}, device);
-  GemmConfig config = choice.source == autotune::ConfigSource::heuristic ? heuristic_gemm_config(p, device.info())
-                                                                          : gemm_config_of(choice.config, spec);
-  return remembered.emplace(key, config).first->second;
+  static std::map<Key, Stored> looked_up;
+  const Key key{&device, spec.dtypes() + "/" + spec.layout(), op.bucketing.bucket(shape).str()};
+  std::unique_lock lock(mutex);
+  auto it = looked_up.find(key);
+  Stored stored;
+  if (it != looked_up.end()) {
+    stored = it->second;
+    lock.unlock();
+  } else {
+    std::promise<std::optional<Config>> answer;
+    stored = looked_up.emplace(key, answer.get_future().share()).first->second;
+    lock.unlock();
+    try {
+      autotune::ConfigChoice choice = autotune::choose_config(op, shape, device);
+      answer.set_value(choice.source == autotune::ConfigSource::heuristic ? std::nullopt
+                                                                           : std::optional<Config>(choice.config));
+    } catch (...) {
+      answer.set_exception(std::current_exception());
+      std::lock_guard relock(mutex);
+      looked_up.erase(key);  // the next call tries again
+      throw;
+    }
+  }
+  const std::optional<Config>& config = stored.get();
+  // A bucket's config may break a constraint for this exact shape (split-K on a shorter K).
+  if (!config || op.space.violated(*config, shape)) return heuristic;
+  return gemm_config_of(*config, spec);
 }
 
 }  // namespace tilejit::ops::gemm_detail

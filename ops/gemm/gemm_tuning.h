@@ -1,8 +1,8 @@
 // gemm as a tunable op (autotune/tunable.h). An unbatched call looks its shape up in the
 // tuning database under its dtypes, precision and operand layouts on its device (a result
 // tuned offline, loaded from a pack, or, with TILEJIT_AUTOTUNE=1, tuned on first use);
-// otherwise, and for batched calls and K = 0, the heuristic decides. The answer is remembered per
-// shape for the process, so only a shape's first call pays for the lookup.
+// otherwise, and for batched calls and K = 0, the heuristic decides. The database is asked once
+// per shape bucket and process, so only a bucket's first call pays for the lookup (or tuning).
 //
 // Candidates run through the op's own launch path (tensor descriptors that follow the tiles,
 // split-K's second kernel) on fresh random operands laid out as the call's, and each is

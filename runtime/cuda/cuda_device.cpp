@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <typeinfo>
@@ -152,7 +153,7 @@ class CudaDevice final : public Device {
   const DriverApi& api_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;  // retained for the process: devices are never destroyed
-  CUmemoryPool stream_ordered_pool_ = nullptr;  // allocate_on's memory, made on first use
+  std::atomic<CUmemoryPool> stream_ordered_pool_ = nullptr;  // allocate_on's memory, made on first use
   std::once_flag pool_made_;
   const codegen::Target* target_ = nullptr;
   Stream default_stream_;  // the legacy default stream (handle 0), which orders with all others
@@ -192,8 +193,14 @@ void* CudaDevice::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;
   make_current(context_);
   CUdeviceptr ptr = 0;
-  if (CUresult r = api_.cuMemAlloc(&ptr, bytes); r != CUDA_SUCCESS)
-    fail_call(r, "cuMemAlloc", fmt::format("{} bytes on {}", bytes, info_.name));
+  CUresult r = api_.cuMemAlloc(&ptr, bytes);
+  if (CUmemoryPool pool = stream_ordered_pool_.load(); r == CUDA_ERROR_OUT_OF_MEMORY && pool) {
+    // The pool keeps what scratch tensors freed: give it back, once their frees have run.
+    TJ_CU(cuCtxSynchronize);
+    TJ_CU(cuMemPoolTrimTo, pool, 0);
+    r = api_.cuMemAlloc(&ptr, bytes);
+  }
+  if (r != CUDA_SUCCESS) fail_call(r, "cuMemAlloc", fmt::format("{} bytes on {}", bytes, info_.name));
   return reinterpret_cast<void*>(ptr);
 }
 
@@ -204,30 +211,43 @@ void CudaDevice::free(void* ptr) {
 }
 
 // The pool keeps what is freed into it (no release threshold), so that an op's temporaries
-// reuse memory from one call to the next instead of going back to the driver each time.
+// reuse memory from one call to the next instead of going back to the driver each time;
+// allocate() takes it back when the device runs out. A GPU without memory pools gets
+// allocate's memory (freeing it then waits for the device).
 void* CudaDevice::allocate_on(Stream& stream, size_t bytes) {
   if (bytes == 0) return nullptr;
   make_current(context_);
   std::call_once(pool_made_, [&] {
+    int supported = 0;
+    TJ_CU(cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device_);
+    if (!supported) return;
     CUmemPoolProps props{};
     props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = info_.ordinal;
-    TJ_CU(cuMemPoolCreate, &stream_ordered_pool_, &props);
+    CUmemoryPool pool = nullptr;
+    TJ_CU(cuMemPoolCreate, &pool, &props);
     cuuint64_t keep_everything = ~cuuint64_t{0};
-    TJ_CU(cuMemPoolSetAttribute, stream_ordered_pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything);
+    TJ_CU(cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything);
+    stream_ordered_pool_.store(pool);
   });
+  CUmemoryPool pool = stream_ordered_pool_.load();
+  if (!pool) return allocate(bytes);
   CUdeviceptr ptr = 0;
-  if (CUresult r = api_.cuMemAllocFromPoolAsync(&ptr, bytes, stream_ordered_pool_, static_cast<CUstream>(stream.handle()));
+  if (CUresult r = api_.cuMemAllocFromPoolAsync(&ptr, bytes, pool, static_cast<CUstream>(stream.handle()));
       r != CUDA_SUCCESS)
     fail_call(r, "cuMemAllocFromPoolAsync", fmt::format("{} bytes on {}", bytes, info_.name));
   return reinterpret_cast<void*>(ptr);
 }
 
+// Called from a tensor's deleter, so a failure (a device already in a sticky error) is
+// reported, not thrown.
 void CudaDevice::free_on(Stream& stream, void* ptr) {
   if (!ptr) return;
+  if (!stream_ordered_pool_.load()) return free(ptr);
   make_current(context_);
-  TJ_CU(cuMemFreeAsync, device_pointer(ptr), static_cast<CUstream>(stream.handle()));
+  if (CUresult r = api_.cuMemFreeAsync(device_pointer(ptr), static_cast<CUstream>(stream.handle())); r != CUDA_SUCCESS)
+    log::warn("CUDA driver: cuMemFreeAsync of {} on {} failed (CUresult {})", ptr, info_.name, static_cast<int>(r));
 }
 
 void CudaDevice::memset_async(void* dst, uint8_t value, size_t bytes, Stream& stream) {

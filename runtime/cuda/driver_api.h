@@ -38,6 +38,7 @@
   X(cuMemPoolSetAttribute)               \
   X(cuMemAllocFromPoolAsync)             \
   X(cuMemFreeAsync)                      \
+  X(cuMemPoolTrimTo)                     \
   X(cuMemsetD8Async)                     \
   X(cuMemcpyHtoDAsync)                   \
   X(cuMemcpyDtoHAsync)                   \

@@ -4,8 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "ops/gemm/gemm_config.h"
-#include "ops/gemm/gemm_kernels.h"
+#include "ops/gemm/gemm_launch.h"
 #include "ops/gemm/gemm_operands.h"
+#include "ops/gemm/gemm_tuning.h"
 #include "tests/codegen/ptxas_check.h"
 #include "tests/ops/gemm_check.h"
 #include "tests/ptx_dump.h"
@@ -15,11 +16,10 @@ namespace {
 
 namespace gd = tilejit::ops::gemm_detail;
 
-// How gemm reads a and b on their device.
+// How a gemm call of a and b reads them: with the config the call runs.
 gd::GemmOperands operands_of(const Tensor& a, const Tensor& b, const GemmOptions& o) {
   gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
-  const DeviceInfo& device = a.device().info();
-  return gd::gemm_operands(p, gd::heuristic_gemm_config(p, device), device);
+  return gd::gemm_operands(p, gd::call_config(p, a.device()), a.device().info());
 }
 
 // What one operand is expected to be read through.
@@ -160,12 +160,14 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
     EXPECT_EQ(config.num_stages, 4);
     gd::GemmOperands operands = gd::gemm_operands(p, config, h100);
     EXPECT_TRUE(operands.a && operands.b);
-    tilejit::ops::NamedArguments args = gd::main_arguments(p, operands, nullptr);
-    JitKernel kernel(gd::main_kernel(p.features, false, args.params()));
-    std::shared_ptr<LoadedKernel> loaded;
-    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by(
-        [&] { loaded = kernel.with(config.constants()).prepare(device, args.values()); });
-    EXPECT_LE(loaded->report().shared_bytes, h100.shared_per_block_optin);
+    // Built as a call builds it; the 4-stage rings of both operand tiles fit.
+    KernelReport report;
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
+      report = gd::prepare_gemm_with(p, config, device, Tensor::empty(device, p.features.accumulator(), {1}));
+    });
+    int64_t rings = config.num_stages * (config.block_m + config.block_n) * config.block_k * dtype_storage_bytes(s.a);
+    EXPECT_GE(report.shared_bytes, rings);
+    EXPECT_LE(report.shared_bytes, h100.shared_per_block_optin);
     ASSERT_EQ(ptx.size(), 1u);
     EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
     EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);

@@ -70,6 +70,34 @@ TEST(GemmTuning, ATunedShapeServesLaterCalls) {
   EXPECT_TRUE(looked);
 }
 
+// A stored result unlike anything the heuristic picks (split-K on a problem with plenty of
+// tiles) is what a call of any shape of its bucket runs, unless it breaks a constraint there.
+TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
+  Device& device = Device::by_name("emu:sm_90a");
+  const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, false};
+  const at::TunableKernel& op = gd::gemm_tunable(spec);
+  const at::ProblemShape tuned{{{"M", 128}, {"N", 128}, {"K", 256}}};
+  const at::Config stored{{{"BLOCK_M", 64},
+                           {"BLOCK_N", 64},
+                           {"BLOCK_K", 32},
+                           {"num_warps", 4},
+                           {"num_stages", 2},
+                           {"SPLIT_K", 4}}};
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0});
+  TJ_SEEDED_RNG(rng);
+  // One bucket (K in 129..256); at K = 200, 4 slices of two 32-steps no longer fit: the heuristic.
+  for (int64_t k : {256, 200}) {
+    SCOPED_TRACE("K = " + std::to_string(k));
+    GemmCase call{.m = 100, .n = 120, .k = k, .device = "emu:sm_90a"};
+    call.before_launch = [&](const Tensor& a, const Tensor& b, const GemmOptions& o) {
+      gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
+      gd::GemmConfig want = k >= 2 * 4 * 32 ? gd::gemm_config_of(stored, spec) : gd::heuristic_gemm_config(p, device.info());
+      expect_same(gd::call_config(p, device), want);
+    };
+    check_gemm(call, rng);
+  }
+}
+
 TEST(GemmTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {
   tilejit::testing_util::ScopedEnv autotune("TILEJIT_AUTOTUNE", "1");
   Device& device = Device::by_name("emu:sm_90a");
@@ -104,7 +132,7 @@ TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
   auto check = [&](const std::vector<float>& out) {
     std::vector<uint8_t> bytes(out.size() * sizeof(float));
     std::memcpy(bytes.data(), out.data(), bytes.size());
-    return gd::check_gemm_rows(a, b, DType::f32, bytes, 2, 2, 3, 1e-6, 1e-6);
+    return gd::SampledRows(a, b, 2, 2, 3).check(DType::f32, bytes, 1e-6, 1e-6);
   };
   EXPECT_TRUE(check(product).ok);
   std::vector<float> off_by_one = product;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# On the GPU machine (bundle as for run_gpu.sh): tunes the library's gemm for every shape of
+# caches/gemm_shapes.txt, in bf16 and fp8 e4m3 with weights stored (N, K), into a fresh
+# kernel cache, and packs it (tuned configs and compiled kernels) into $OUT/<arch>.tjpack,
+# which goes under caches/ so that an application on that GPU starts with tuned kernels:
+#   TILEJIT_PREBUILT=caches/sm_90a.tjpack ./app
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export TILEJIT_CACHE_DIR=/tmp/tilejit-pack-cache
+rm -rf "$TILEJIT_CACHE_DIR"
+source scripts/device/environment.sh
+arch=$($b/tilejit info | grep -o 'target sm_[0-9a-z]*' | head -n 1 | cut -d' ' -f2)
+for op in gemm_bf16_nt gemm_f8e4m3_nt; do
+  echo "== tune $op"
+  $b/tilejit tune --op "$op" --shapes caches/gemm_shapes.txt --device cuda 2>"$out/tune_$op.progress" |
+    tee "$out/tune_$op.log"
+done
+$b/tilejit cache pack -o "$out/$arch.tjpack" --device cuda | tee "$out/pack.log"
+$b/tilejit cache verify "$out/$arch.tjpack" | tee -a "$out/pack.log"

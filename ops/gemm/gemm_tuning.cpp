@@ -10,6 +10,8 @@
 #include <tuple>
 
 #include "autotune/config_choice.h"
+#include "dsl/error.h"
+#include "dsl/log.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -157,6 +159,11 @@ GemmConfig call_config(const GemmProblem& p, Device& device) {
       autotune::ConfigChoice choice = autotune::choose_config(op, shape, device);
       answer.set_value(choice.source == autotune::ConfigSource::heuristic ? std::nullopt
                                                                            : std::optional<Config>(choice.config));
+    } catch (const Error& e) {
+      // Tuning on first use that cannot run (no memory for its problem, say) must not fail
+      // the call: the bucket takes the heuristic for this process.
+      log::warn("gemm {} [{}]: no tuned config ({}); using the heuristic", op.dtypes, shape.str(), e.what());
+      answer.set_value(std::nullopt);
     } catch (...) {
       answer.set_exception(std::current_exception());
       std::lock_guard relock(mutex);

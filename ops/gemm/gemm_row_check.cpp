@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autotune/parallel.h"
 #include "ops/common/host_values.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -14,7 +15,8 @@ SampledRows::SampledRows(const std::vector<double>& a, const std::vector<double>
     rows_.push_back(sample + 1 == count ? m - 1 : sample * m / count);
   sums_.assign(rows_.size() * static_cast<size_t>(n), 0);
   magnitudes_.assign(sums_.size(), 0);
-  for (size_t r = 0; r < rows_.size(); ++r) {
+  // One row per host thread at a time: the reference of a large problem is billions of terms.
+  autotune::run_in_parallel(rows_.size(), 0, [&](size_t r) {
     double* sum = &sums_[r * static_cast<size_t>(n)];
     double* magnitude = &magnitudes_[r * static_cast<size_t>(n)];
     for (int64_t t = 0; t < k; ++t) {  // along B's rows, so the inner loop reads memory in order
@@ -22,7 +24,7 @@ SampledRows::SampledRows(const std::vector<double>& a, const std::vector<double>
       const double* b_row = &b[static_cast<size_t>(t * n)];
       for (int64_t j = 0; j < n; ++j) sum[j] += x * b_row[j], magnitude[j] += std::fabs(x * b_row[j]);
     }
-  }
+  });
 }
 
 RowCheck SampledRows::check(DType out_dtype, const std::vector<uint8_t>& out, double accumulation_error,

@@ -101,6 +101,54 @@ autotune::TunableKernel make_tunable(const GemmTuningSpec& spec) {
   return op;
 }
 
+// What a call's config depends on, compared as plain values: a remembered answer costs a call
+// one lookup, no strings.
+struct CallKey {
+  const Device* device;
+  DType a, b, out;
+  dsl::Precision precision;
+  bool a_transposed, b_transposed;
+  int64_t m, n, k;
+  auto operator<=>(const CallKey&) const = default;
+};
+
+// The database's answer for the bucket of `shape` (nothing: take the heuristic), asked once per
+// bucket and process by its first call, which later callers of the bucket wait for; other
+// buckets go on.
+std::optional<Config> bucket_config(const autotune::TunableKernel& op, const GemmTuningSpec& spec,
+                                    const ProblemShape& shape, Device& device) {
+  using Key = std::tuple<const Device*, std::string, std::string>;
+  using Stored = std::shared_future<std::optional<Config>>;
+  static std::mutex mutex;
+  static std::map<Key, Stored> looked_up;
+  const Key key{&device, spec.dtypes() + "/" + spec.layout(), op.bucketing.bucket(shape).str()};
+  std::unique_lock lock(mutex);
+  if (auto it = looked_up.find(key); it != looked_up.end()) {
+    Stored stored = it->second;
+    lock.unlock();
+    return stored.get();
+  }
+  std::promise<std::optional<Config>> answer;
+  Stored stored = looked_up.emplace(key, answer.get_future().share()).first->second;
+  lock.unlock();
+  try {
+    autotune::ConfigChoice choice = autotune::choose_config(op, shape, device);
+    answer.set_value(choice.source == autotune::ConfigSource::heuristic ? std::nullopt
+                                                                         : std::optional<Config>(choice.config));
+  } catch (const Error& e) {
+    // Tuning on first use that cannot run (no memory for its problem, say) must not fail the
+    // call: the bucket takes the heuristic for this process.
+    log::warn("gemm {} [{}]: no tuned config ({}); using the heuristic", op.dtypes, shape.str(), e.what());
+    answer.set_value(std::nullopt);
+  } catch (...) {
+    answer.set_exception(std::current_exception());
+    std::lock_guard relock(mutex);
+    looked_up.erase(key);  // the next call tries again
+    throw;
+  }
+  return stored.get();
+}
+
 }  // namespace
 
 GemmTuningSpec GemmTuningSpec::of(const GemmProblem& p) {
@@ -133,48 +181,24 @@ const autotune::TunableKernel& gemm_tunable(const GemmTuningSpec& spec) {
 }
 
 GemmConfig call_config(const GemmProblem& p, Device& device) {
-  GemmConfig heuristic = heuristic_gemm_config(p, device.info());
-  if (p.batch != 1 || p.k == 0) return heuristic;
+  if (p.batch != 1 || p.k == 0) return heuristic_gemm_config(p, device.info());
   const GemmTuningSpec spec = GemmTuningSpec::of(p);
+  const CallKey key{&device, spec.a, spec.b, spec.out, spec.precision, spec.a_transposed, spec.b_transposed,
+                    p.m, p.n, p.k};
+  static std::mutex mutex;
+  static std::map<CallKey, GemmConfig> decided;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = decided.find(key); it != decided.end()) return it->second;
+  }
   const autotune::TunableKernel& op = gemm_tunable(spec);
   const ProblemShape shape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}};
-  // What the database (or tuning on first use) gave a bucket: looked up once per process, by
-  // the first call of the bucket, which later callers of it wait for; other buckets go on.
-  using Key = std::tuple<const Device*, std::string, std::string>;
-  using Stored = std::shared_future<std::optional<Config>>;
-  static std::mutex mutex;
-  static std::map<Key, Stored> looked_up;
-  const Key key{&device, spec.dtypes() + "/" + spec.layout(), op.bucketing.bucket(shape).str()};
-  std::unique_lock lock(mutex);
-  auto it = looked_up.find(key);
-  Stored stored;
-  if (it != looked_up.end()) {
-    stored = it->second;
-    lock.unlock();
-  } else {
-    std::promise<std::optional<Config>> answer;
-    stored = looked_up.emplace(key, answer.get_future().share()).first->second;
-    lock.unlock();
-    try {
-      autotune::ConfigChoice choice = autotune::choose_config(op, shape, device);
-      answer.set_value(choice.source == autotune::ConfigSource::heuristic ? std::nullopt
-                                                                           : std::optional<Config>(choice.config));
-    } catch (const Error& e) {
-      // Tuning on first use that cannot run (no memory for its problem, say) must not fail
-      // the call: the bucket takes the heuristic for this process.
-      log::warn("gemm {} [{}]: no tuned config ({}); using the heuristic", op.dtypes, shape.str(), e.what());
-      answer.set_value(std::nullopt);
-    } catch (...) {
-      answer.set_exception(std::current_exception());
-      std::lock_guard relock(mutex);
-      looked_up.erase(key);  // the next call tries again
-      throw;
-    }
-  }
-  const std::optional<Config>& config = stored.get();
+  std::optional<Config> config = bucket_config(op, spec, shape, device);
   // A bucket's config may break a constraint for this exact shape (split-K on a shorter K).
-  if (!config || op.space.violated(*config, shape)) return heuristic;
-  return gemm_config_of(*config, spec);
+  GemmConfig chosen = config && !op.space.violated(*config, shape) ? gemm_config_of(*config, spec)
+                                                                    : heuristic_gemm_config(p, device.info());
+  std::lock_guard lock(mutex);
+  return decided.emplace(key, chosen).first->second;
 }
 
 }  // namespace tilejit::ops::gemm_detail

@@ -16,7 +16,6 @@
 #include "autotune/device_runner.h"
 #include "autotune/tuner.h"
 #include "codegen/target.h"
-#include "ops/kernels/example_tuning.h"
 #include "ops/tunable_ops.h"
 #include "runtime/cuda/cuda_compile.h"
 #include "runtime/kernel_cache.h"
@@ -70,7 +69,7 @@ struct GemmPack {
 };
 
 GemmPack make_gemm_pack(const std::filesystem::path& dir, int filler) {
-  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  const TunableKernel& gemm = ops::find_tunable_op("gemm");
   ProblemShape shape{{{"M", 4096}, {"N", 4096}, {"K", 4096}}};
   DeviceInfo h100;
   h100.name = "NVIDIA H100 80GB HBM3";
@@ -101,7 +100,7 @@ void BM_ColdStartFromPack(benchmark::State& state) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "tilejit_bench_pack";
   std::filesystem::remove_all(dir);
   GemmPack pack = make_gemm_pack(dir, static_cast<int>(state.range(0)));
-  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  const TunableKernel& gemm = ops::find_tunable_op("gemm");
   dsl::Kernel kernel = gemm.kernel();
   const codegen::Target& target = codegen::find_target("sm_90a");
   for (auto _ : state) {

@@ -1,7 +1,5 @@
 #include "ops/gemm/gemm_operands.h"
 
-#include <fmt/format.h>
-
 #include "codegen/shared_operands.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -51,7 +49,10 @@ std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch,
 
 }  // namespace
 
-std::string GemmOperands::key() const { return fmt::format("a{}b{}", a ? "tma" : "ptr", b ? "tma" : "ptr"); }
+const char* GemmOperands::key() const {
+  static constexpr const char* kKeys[2][2] = {{"aptrbptr", "aptrbtma"}, {"atmabptr", "atmabtma"}};
+  return kKeys[a.has_value()][b.has_value()];
+}
 
 GemmOperands gemm_operands(const GemmProblem& p, const GemmConfig& config, const DeviceInfo& device) {
   // The tiles must be staged in a pipeline, by sm_90a's lowering: its wgmma reads them where TMA left them.

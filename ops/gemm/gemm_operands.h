@@ -26,7 +26,7 @@ struct OperandDescriptor {
 struct GemmOperands {
   std::optional<OperandDescriptor> a, b;  // absent: read through the pointer and strides
 
-  std::string key() const;  // names which operands are descriptors (their kernel parameters differ)
+  const char* key() const;  // names which operands are descriptors (their kernel parameters differ)
 };
 
 // The operands of `p` as the main kernel tiled by `config` reads them on `device`.

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <fmt/ranges.h>
-
 #include "ops/kernels/example_problems.h"
 #include "ops/kernels/registry.h"
 
@@ -91,15 +89,6 @@ const std::vector<TunableKernel>& tunable_examples() {
   static const std::vector<TunableKernel> ops = {vector_add(), row_kernel("softmax", 2), row_kernel("layernorm", 3),
                                                  gemm(), row_kernel("argmax", 1)};
   return ops;
-}
-
-const TunableKernel& find_tunable_example(const std::string& name) {
-  std::vector<std::string> names;
-  for (const TunableKernel& op : tunable_examples()) {
-    if (op.name == name) return op;
-    names.push_back(op.name);
-  }
-  fail("no tunable op '{}' (tunable: {})", name, fmt::join(names, ", "));
 }
 
 }  // namespace tilejit::ops

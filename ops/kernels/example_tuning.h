@@ -10,9 +10,7 @@
 
 namespace tilejit::ops {
 
-// Every example's declaration, in the registry's order.
+// Every example's declaration, in the registry's order (ops/tunable_ops.h finds them by name).
 const std::vector<autotune::TunableKernel>& tunable_examples();
-// The declaration for `name`; throws tilejit::Error naming the tunable ops otherwise.
-const autotune::TunableKernel& find_tunable_example(const std::string& name);
 
 }  // namespace tilejit::ops

@@ -12,6 +12,7 @@
 #include "autotune/resource_limits.h"
 #include "autotune/shape_bucketing.h"
 #include "ops/kernels/example_tuning.h"
+#include "ops/tunable_ops.h"
 #include "tests/error_message.h"
 
 namespace tilejit::autotune {
@@ -130,7 +131,7 @@ TEST(CostModel, MoreWorkTakesLongerAndSpillsCost) {
 // The GEMM declaration's ranking on an H100: a big square GEMM wants big tiles and enough
 // warps; its top choice beats the smallest tile and a tile that must spill.
 TEST(CostModel, RanksGemmTilesSensibly) {
-  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  const TunableKernel& gemm = ops::find_tunable_op("gemm");
   ProblemShape big{{{"M", 4096}, {"N", 4096}, {"K", 4096}}};
   auto cost = [&](int64_t bm, int64_t bn, int64_t bk, int64_t warps) {
     Config c{{{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"num_warps", warps}, {"num_stages", 1}}};
@@ -163,7 +164,7 @@ TEST(ExampleOps, DeclarationsAreConsistent) {
     EXPECT_NO_THROW(kernel.constants(heuristic.values));
     EXPECT_TRUE(op.work) << "no cost model";
   }
-  EXPECT_THAT(error_of([] { ops::find_tunable_example("nope"); }),
+  EXPECT_THAT(error_of([] { ops::find_tunable_op("nope"); }),
               HasSubstr("no tunable op 'nope' (tunable: vector_add"));
 }
 

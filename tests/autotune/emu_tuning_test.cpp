@@ -12,7 +12,7 @@
 #include "autotune/device_runner.h"
 #include "autotune/tuner.h"
 #include "ops/kernels/example_runs.h"
-#include "ops/kernels/example_tuning.h"
+#include "ops/tunable_ops.h"
 #include "runtime/tensor.h"
 #include "tests/scoped_env.h"
 #include "tests/temp_directory.h"
@@ -147,7 +147,7 @@ void expect_fastest_correct_won(const TuneResult& r, int expected_timed) {
 }
 
 TEST_F(EmuTuningTest, TunesTheExampleGemmEndToEnd) {
-  const TunableKernel& gemm = ops::find_tunable_example("gemm");
+  const TunableKernel& gemm = ops::find_tunable_op("gemm");
   ProblemShape shape{{{"M", 96}, {"N", 80}, {"K", 72}}};
   TuneResult r = tune_on_emulator(gemm, shape, 3);
   expect_fastest_correct_won(r, 3);
@@ -160,7 +160,7 @@ TEST_F(EmuTuningTest, TunesTheExampleGemmEndToEnd) {
 }
 
 TEST_F(EmuTuningTest, TunesVectorAddEndToEnd) {
-  const TunableKernel& add = ops::find_tunable_example("vector_add");
+  const TunableKernel& add = ops::find_tunable_op("vector_add");
   TuneResult r = tune_on_emulator(add, ProblemShape{{{"n", 30000}}}, 4);
   expect_fastest_correct_won(r, 4);
 }
@@ -197,7 +197,7 @@ TEST_F(EmuTuningTest, TilesThatDoNotDivideTheShapeArePrunedBeforeCompiling) {
 }
 
 TEST_F(EmuTuningTest, OpCallsUseTheDatabaseOrTuneOnFirstUseOrTheHeuristic) {
-  const TunableKernel& softmax = ops::find_tunable_example("softmax");
+  const TunableKernel& softmax = ops::find_tunable_op("softmax");
   Device& emu = Device::emu();
   ProblemShape shape{{{"rows", 64}, {"cols", 300}}};
   TuneOptions options;
@@ -222,7 +222,7 @@ TEST_F(EmuTuningTest, OpCallsUseTheDatabaseOrTuneOnFirstUseOrTheHeuristic) {
 }
 
 TEST_F(EmuTuningTest, AStoredConfigThatDoesNotFitTheExactShapeIsNotUsed) {
-  const TunableKernel& softmax = ops::find_tunable_example("softmax");
+  const TunableKernel& softmax = ops::find_tunable_op("softmax");
   Device& emu = Device::emu();
   testing_util::ScopedEnv off("TILEJIT_AUTOTUNE", nullptr);
   // Tuned on cols=200 (bucket 256) with BLOCK_N=256; a config with BLOCK_N=128 stored for the

@@ -1,6 +1,7 @@
-// Autotuning costs: tuning one GEMM shape end to end (configs ranked by the cost model, the
-// top 8 compiled in parallel, checked against the reference, timed, the result stored) for
-// the example GEMM kernel and the library's gemm, on the emulator and on a GPU; and a cold start from a cache pack (open the pack, look up the
+// Autotuning costs: tuning one shape end to end (configs ranked by the cost model, the top 8
+// compiled in parallel, checked against the reference, timed, the result stored) for the
+// example GEMM kernel, the library's gemm and its attention forward, on the emulator and on a
+// GPU; and a cold start from a cache pack (open the pack, look up the
 // tuned config, find the compiled kernel: no trace, no LLVM, no assembler), with a pack of a
 // few entries and one with thousands more (opening reads the index, not the entries).
 //
@@ -25,22 +26,21 @@ namespace {
 using namespace tilejit;
 using namespace tilejit::autotune;
 
-// `op`: the example GEMM kernel, or the library's gemm (through its own launch path).
-void BM_TuneGemmOneShape(benchmark::State& state, const std::string& op, const std::string& device_name,
-                         int64_t size) {
+// `op`: a name `tilejit tune --op` takes (the library's ops run through their own launch paths).
+void BM_TuneOneShape(benchmark::State& state, const std::string& op, const std::string& device_name,
+                     const ProblemShape& shape) {
   if (device_name == "cuda" && Device::cuda_device_count() == 0) {
     state.SkipWithError(("no GPU: " + cuda_driver_status()).c_str());
     return;
   }
   Device& device = Device::by_name(device_name);
-  const TunableKernel& gemm = ops::find_tunable_op(op);
-  ProblemShape shape{{{"M", size}, {"N", size}, {"K", size}}};
+  const TunableKernel& tunable = ops::find_tunable_op(op);
   TuneResult last;
   for (auto _ : state) {
     KernelCache memory_only(CacheOptions{"", true});
     TuningDatabase db(memory_only);
-    auto runner = make_candidate_runner(gemm, shape, device, TimingOptions::for_device(device.info()), 1);
-    last = tune(gemm, shape, *runner, db);
+    auto runner = make_candidate_runner(tunable, shape, device, TimingOptions::for_device(device.info()), 1);
+    last = tune(tunable, shape, *runner, db);
   }
   state.counters["configs"] = last.configs;
   state.counters["timed"] = last.timed;
@@ -48,16 +48,32 @@ void BM_TuneGemmOneShape(benchmark::State& state, const std::string& op, const s
   state.counters["best_ms"] = last.best ? last.best->ms : -1;
   state.SetLabel(fmt::format("{} on {}", shape.str(), device.info().name));
 }
-BENCHMARK_CAPTURE(BM_TuneGemmOneShape, example_emu_128, std::string("gemm"), std::string("emu"), 128)
+ProblemShape gemm_shape(int64_t size) { return ProblemShape{{{"M", size}, {"N", size}, {"K", size}}}; }
+// Batch x heads, queries, keys.
+ProblemShape attention_shape(int64_t heads, int64_t tokens) {
+  return ProblemShape{{{"BN", heads}, {"T", tokens}, {"S", tokens}}};
+}
+
+BENCHMARK_CAPTURE(BM_TuneOneShape, example_gemm_emu_128, std::string("gemm"), std::string("emu"), gemm_shape(128))
     ->Unit(benchmark::kSecond)
     ->Iterations(3);
-BENCHMARK_CAPTURE(BM_TuneGemmOneShape, example_cuda_4096, std::string("gemm"), std::string("cuda"), 4096)
+BENCHMARK_CAPTURE(BM_TuneOneShape, example_gemm_cuda_4096, std::string("gemm"), std::string("cuda"), gemm_shape(4096))
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
-BENCHMARK_CAPTURE(BM_TuneGemmOneShape, library_bf16_nt_emu_128, std::string("gemm_bf16_nt"), std::string("emu"), 128)
+BENCHMARK_CAPTURE(BM_TuneOneShape, gemm_bf16_nt_emu_128, std::string("gemm_bf16_nt"), std::string("emu"),
+                  gemm_shape(128))
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
-BENCHMARK_CAPTURE(BM_TuneGemmOneShape, library_bf16_nt_cuda_4096, std::string("gemm_bf16_nt"), std::string("cuda"), 4096)
+BENCHMARK_CAPTURE(BM_TuneOneShape, gemm_bf16_nt_cuda_4096, std::string("gemm_bf16_nt"), std::string("cuda"),
+                  gemm_shape(4096))
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_TuneOneShape, attention_bf16_h64_emu_2x128, std::string("attention_bf16_h64"),
+                  std::string("emu"), attention_shape(2, 128))
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_TuneOneShape, attention_bf16_h128_cuda_32x4096, std::string("attention_bf16_h128"),
+                  std::string("cuda"), attention_shape(32, 4096))
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

@@ -1,4 +1,5 @@
-// attention(): checks, allocates the outputs and launches the fused forward kernel.
+// attention(): checks, allocates the outputs and launches the fused forward kernel with the
+// tuned or heuristic config (tuning.h).
 #include <fmt/format.h>
 
 #include <limits>
@@ -6,6 +7,7 @@
 #include "ops/attention.h"
 #include "ops/attention/forward_kernel.h"
 #include "ops/attention/launch.h"
+#include "ops/attention/tuning.h"
 #include "ops/common/op_kernels.h"
 
 namespace tilejit::ops {
@@ -17,14 +19,30 @@ uint32_t program_count(const char* op, int64_t blocks, int64_t heads) {
   return static_cast<uint32_t>(blocks * heads);
 }
 
+namespace {
+
+BoundKernel forward_kernel_of(const AttentionProblem& p, const KernelConfig& config, const NamedArguments& args,
+                              bool lse) {
+  const JitKernel& kernel = op_kernel(fmt::format("attention_forward/{}/lse{}", features_key(p), lse),
+                                      [&] { return forward_kernel(p.dtype, args.params()); });
+  return kernel.with(config.constants(p.head_dim));
+}
+
+}  // namespace
+
 void launch_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out, const Tensor* lse,
                     Stream& stream) {
   if (p.batch * p.heads * p.q_len == 0) return;
   NamedArguments args = forward_arguments(p, out, lse);
-  const JitKernel& kernel = op_kernel(fmt::format("attention_forward/{}/lse{}", features_key(p), lse != nullptr),
-                                      [&] { return forward_kernel(p.dtype, args.params()); });
   uint32_t programs = program_count("attention", (p.q_len + config.block_m - 1) / config.block_m, p.batch * p.heads);
-  kernel.with(config.constants(p.head_dim)).launch_args(stream, LaunchDims{{programs, 1, 1}, {}}, args.values());
+  forward_kernel_of(p, config, args, lse != nullptr)
+      .launch_args(stream, LaunchDims{{programs, 1, 1}, {}}, args.values());
+}
+
+KernelReport prepare_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out,
+                             const Tensor* lse, Device& device) {
+  NamedArguments args = forward_arguments(p, out, lse);
+  return forward_kernel_of(p, config, args, lse != nullptr).prepare(device, args.values())->report();
 }
 
 }  // namespace attention_detail
@@ -35,8 +53,8 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   AttentionProblem p = check_attention(OpArguments("attention"), q, k, v, options);
   AttentionResult r{Tensor::empty(q.device(), q.dtype(), p.q_shape()), std::nullopt};
   if (options.return_logsumexp) r.logsumexp = Tensor::empty(q.device(), DType::f32, p.logsumexp_shape());
-  launch_forward(p, choose_configs(p.dtype, p.head_dim).forward, r.out, r.logsumexp ? &*r.logsumexp : nullptr,
-                 op_stream(q, stream));
+  Stream& s = op_stream(q, stream);
+  launch_forward(p, forward_call_config(p, s.device()), r.out, r.logsumexp ? &*r.logsumexp : nullptr, s);
   return r;
 }
 

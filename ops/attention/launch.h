@@ -10,6 +10,9 @@ namespace tilejit::ops::attention_detail {
 // out: contiguous, q's dtype and shape; lse: contiguous f32 (B, N, T), or null.
 void launch_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out, const Tensor* lse,
                     Stream& stream);
+// Builds (or finds built) the forward kernel that launch_forward runs; its compile report.
+KernelReport prepare_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out,
+                             const Tensor* lse, Device& device);
 
 struct BackwardBuffers {
   Tensor out, dout, lse;  // the caller's (checked) forward output, its gradient, logsumexp

@@ -7,8 +7,9 @@
 namespace tilejit::ops {
 
 // Dimensions B, T, S, N, K, H and CAUSAL (0 by default; --set CAUSAL=1 for the top-left
-// causal mask): bf16 q (B, T, N, H), k and v (B, S, K, H), uniform in [-1, 1]. The forward
-// run times the fused kernel (outputs made once) and reports 4 * B * N * T * S * H flops per
+// causal mask): bf16 q (B, T, N, H), k and v (B, S, K, H) (host_values.h's random elements).
+// The forward run times the fused kernel with the config a call would run (tuned or heuristic,
+// tuning.h) into outputs made once and reports 4 * B * N * T * S * H flops per
 // call, halved when causal. The check (double precision) covers up to 32 query rows of up to
 // 4 (batch, head) pairs, logsumexp included.
 ExampleRun run_attention(Device& device, const ExampleOptions& options);

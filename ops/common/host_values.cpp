@@ -87,4 +87,10 @@ Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, 
   return t;
 }
 
+std::vector<double> download_values(const Tensor& t) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(t.bytes()));
+  t.copy_to_host(bytes.data(), bytes.size());
+  return host_values(t.dtype(), bytes);
+}
+
 }  // namespace tilejit::ops

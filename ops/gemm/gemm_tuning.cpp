@@ -2,16 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <tuple>
 
-#include "autotune/config_choice.h"
-#include "dsl/error.h"
-#include "dsl/log.h"
+#include "autotune/bucket_config.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -112,43 +108,6 @@ struct CallKey {
   auto operator<=>(const CallKey&) const = default;
 };
 
-// The database's answer for the bucket of `shape` (nothing: take the heuristic), asked once per
-// bucket and process by its first call, which later callers of the bucket wait for; other
-// buckets go on.
-std::optional<Config> bucket_config(const autotune::TunableKernel& op, const GemmTuningSpec& spec,
-                                    const ProblemShape& shape, Device& device) {
-  using Key = std::tuple<const Device*, std::string, std::string>;
-  using Stored = std::shared_future<std::optional<Config>>;
-  static std::mutex mutex;
-  static std::map<Key, Stored> looked_up;
-  const Key key{&device, spec.dtypes() + "/" + spec.layout(), op.bucketing.bucket(shape).str()};
-  std::unique_lock lock(mutex);
-  if (auto it = looked_up.find(key); it != looked_up.end()) {
-    Stored stored = it->second;
-    lock.unlock();
-    return stored.get();
-  }
-  std::promise<std::optional<Config>> answer;
-  Stored stored = looked_up.emplace(key, answer.get_future().share()).first->second;
-  lock.unlock();
-  try {
-    autotune::ConfigChoice choice = autotune::choose_config(op, shape, device);
-    answer.set_value(choice.source == autotune::ConfigSource::heuristic ? std::nullopt
-                                                                         : std::optional<Config>(choice.config));
-  } catch (const Error& e) {
-    // Tuning on first use that cannot run (no memory for its problem, say) must not fail the
-    // call: the bucket takes the heuristic for this process.
-    log::warn("gemm {} [{}]: no tuned config ({}); using the heuristic", op.dtypes, shape.str(), e.what());
-    answer.set_value(std::nullopt);
-  } catch (...) {
-    answer.set_exception(std::current_exception());
-    std::lock_guard relock(mutex);
-    looked_up.erase(key);  // the next call tries again
-    throw;
-  }
-  return stored.get();
-}
-
 }  // namespace
 
 GemmTuningSpec GemmTuningSpec::of(const GemmProblem& p) {
@@ -193,10 +152,8 @@ GemmConfig call_config(const GemmProblem& p, Device& device) {
   }
   const autotune::TunableKernel& op = gemm_tunable(spec);
   const ProblemShape shape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}};
-  std::optional<Config> config = bucket_config(op, spec, shape, device);
-  // A bucket's config may break a constraint for this exact shape (split-K on a shorter K).
-  GemmConfig chosen = config && !op.space.violated(*config, shape) ? gemm_config_of(*config, spec)
-                                                                    : heuristic_gemm_config(p, device.info());
+  std::optional<Config> config = autotune::tuned_bucket_config(op, shape, device);
+  GemmConfig chosen = config ? gemm_config_of(*config, spec) : heuristic_gemm_config(p, device.info());
   std::lock_guard lock(mutex);
   return decided.emplace(key, chosen).first->second;
 }

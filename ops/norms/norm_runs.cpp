@@ -30,12 +30,6 @@ RandomTensor random_tensor(Device& device, std::vector<int64_t> shape, std::mt19
   return {t, host_values(kDType, bytes)};
 }
 
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(t.bytes()));
-  t.copy_to_host(bytes.data(), bytes.size());
-  return host_values(t.dtype(), bytes);
-}
-
 // The run's inputs and its result so far.
 struct NormRun {
   NormKind kind;
@@ -102,8 +96,8 @@ ExampleRun run_forward(const std::string& op, NormKind kind, Device& device, con
   });
   run.result.bytes = 2 * run.element_bytes() + (layer ? 2 : 1) * run.vector_bytes() + run.statistics_bytes();
 
-  const std::vector<double> y = values_of(out.y), rsigma = values_of(*out.rsigma);
-  const std::vector<double> mean = layer ? values_of(*out.mean) : std::vector<double>{};
+  const std::vector<double> y = download_values(out.y), rsigma = download_values(*out.rsigma);
+  const std::vector<double> mean = layer ? download_values(*out.mean) : std::vector<double>{};
   for (int64_t r = 0; r < run.shape.rows; ++r) {
     const auto [m, rs] = run.statistics(r);
     double magnitude = 0;
@@ -137,8 +131,8 @@ ExampleRun run_backward(const std::string& op, NormKind kind, Device& device, co
   });
   run.result.bytes = 3 * run.element_bytes() + (layer ? 3 : 2) * run.vector_bytes() + run.statistics_bytes();
 
-  const std::vector<double> dx = values_of(out.dx), dgamma = values_of(out.dgamma);
-  const std::vector<double> dbeta = layer ? values_of(*out.dbeta) : std::vector<double>{};
+  const std::vector<double> dx = download_values(out.dx), dgamma = download_values(out.dgamma);
+  const std::vector<double> dbeta = layer ? download_values(*out.dbeta) : std::vector<double>{};
   const auto h = static_cast<size_t>(run.shape.hidden);
   std::vector<double> dgamma_ref(h), dgamma_magnitude(h), dbeta_ref(h), dbeta_magnitude(h), xhat(h), dy_g(h);
   for (int64_t r = 0; r < run.shape.rows; ++r) {

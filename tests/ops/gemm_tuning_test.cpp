@@ -12,24 +12,14 @@
 #include "ops/gemm/gemm_candidate_runner.h"
 #include "ops/gemm/gemm_row_check.h"
 #include "tests/ops/gemm_check.h"
+#include "tests/fresh_cache.h"
 #include "tests/scoped_env.h"
-#include "tests/temp_directory.h"
 
 namespace tjops {
 namespace {
 
 namespace gd = tilejit::ops::gemm_detail;
 namespace at = tilejit::autotune;
-
-class FreshCache : public testing::Environment {
- public:
-  void SetUp() override { cache_dir_.emplace("TILEJIT_CACHE_DIR", dir_.path().c_str()); }
-
- private:
-  tilejit::testing_util::TempDirectory dir_;
-  std::optional<tilejit::testing_util::ScopedEnv> cache_dir_;
-};
-[[maybe_unused]] testing::Environment* const fresh_cache = testing::AddGlobalTestEnvironment(new FreshCache);
 
 // The config gemm runs for a call of a and b.
 gd::GemmConfig config_of_call(const Tensor& a, const Tensor& b, const GemmOptions& o) {

@@ -79,7 +79,11 @@ check "tune bad shape line" bash -c "'$tilejit' tune --op vector_add --shapes '$
 # The library's gemm, through its own launch path, into a cache of its own.
 echo 'M=96 N=80 K=128' >"$work/library_gemm_shapes.txt"
 check "tune the library gemm" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op gemm_bf16_nt --shapes '$work/library_gemm_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[M=96 N=80 K=128\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ .*SPLIT_K=[0-9]+  \(2 timed'"
-check "tune lists the library gemms" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -q 'gemm_bf16_nt'"
+check "tune lists the library gemms" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -qF 'gemm_<bf16|f16|'"
+check "tune lists the library attention" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -qF 'attention_<bf16|f16|f32>_h<'"
+echo 'BN=2 T=40 S=56' >"$work/library_attention_shapes.txt"
+check "tune the library attention" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_bf16_h64_causal --shapes '$work/library_attention_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[BN=2 T=40 S=56\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ BLOCK_N=[0-9]+ num_warps=[0-9]+ HEAD_CHUNK=[0-9]+  \(2 timed'"
+check "tune refuses an attention head dim" bash -c "'$tilejit' tune --op attention_bf16_h20 --shapes '$work/library_attention_shapes.txt' 2>&1 | grep -q \"no tunable op 'attention_bf16_h20'\""
 
 # Ctrl-C stops a tuning run after the trial in progress (exit status 130); the same command
 # then resumes, reusing the recorded trials.

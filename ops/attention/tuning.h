@@ -1,0 +1,45 @@
+// The attention forward kernel as a tunable op (autotune/tunable.h), as gemm is
+// (ops/gemm/gemm_tuning.h). Results are kept per input dtype, head dim and whether the call is
+// causal, for shapes BN (batch x query heads), T (queries) and S (keys), bucketed by powers of
+// two. They serve calls without bias, mask, sequence lengths or local window, causal top-left
+// (or bottom-right with T == S) or not masked at all, with or without logsumexp; other calls,
+// and shapes nobody tuned, take the heuristic (config.h) unless TILEJIT_AUTOTUNE=1 tunes the
+// shape on first use. The database is asked once per bucket and process, and each shape's
+// answer is remembered.
+//
+// Candidates run through the op's own launch path on random inputs of the shape (one batch,
+// BN heads, contiguous), each checked once against a double-precision reference of sampled
+// rows (host_reference.h) before it is timed.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "autotune/tunable.h"
+#include "ops/attention/config.h"
+#include "ops/attention/problem.h"
+
+namespace tilejit::ops::attention_detail {
+
+struct AttentionTuningSpec {
+  DType dtype = DType::bf16;
+  int64_t head_dim = 128;
+  bool causal = false;
+
+  // The spec whose results serve `p`; nothing for a call whose masks or bias tuning does not
+  // cover.
+  static std::optional<AttentionTuningSpec> of(const AttentionProblem& p);
+  std::string layout() const;  // "h128", "h128/causal"
+};
+
+// The tunable forward kernel for `spec`, made once per spec for the process; its dims are BN,
+// T and S; its constants BLOCK_M, BLOCK_N, num_warps and HEAD_CHUNK.
+const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec);
+
+// The forward config a call of `p` runs on `device`: tuned or heuristic, as above.
+KernelConfig forward_call_config(const AttentionProblem& p, Device& device);
+
+// A tuned config as the kernels' config.
+KernelConfig kernel_config_of(const autotune::Config& config);
+
+}  // namespace tilejit::ops::attention_detail

@@ -1,0 +1,185 @@
+// The attention forward as a tunable op on the emulator: tuning a shape through the op's own
+// launch path stores a result that later calls of its bucket run (and compute correctly);
+// results are kept apart by causality and serve only the calls tuning covers; with
+// TILEJIT_AUTOTUNE=1 an untuned shape is tuned on its first call; the sampled-row check
+// rejects a wrong output. The process's cache lives in a fresh directory.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autotune/config_choice.h"
+#include "autotune/device_runner.h"
+#include "ops/attention/host_reference.h"
+#include "ops/attention/tuning.h"
+#include "tests/fresh_cache.h"
+#include "tests/ops/attention_test_util.h"
+#include "tests/scoped_env.h"
+
+namespace tjops {
+namespace {
+
+namespace ad = tilejit::ops::attention_detail;
+namespace at = tilejit::autotune;
+
+constexpr const char* kDevice = "emu:sm_90a";
+
+// The problem of an attention call on one batch of `c.N` heads (k and v with `c.K`) with
+// options `o`, on inputs that are never read.
+struct Call {
+  Call(const AttentionCase& c, AttentionOptions o)
+      : device(Device::by_name(kDevice)),
+        q(Tensor::empty(device, c.dtype, {1, c.T, c.N, c.H})),
+        k(Tensor::empty(device, c.dtype, {1, c.S, c.K, c.H})),
+        v(Tensor::empty(device, c.dtype, {1, c.S, c.K, c.H})),
+        options(std::move(o)),
+        problem(ad::check_attention(tilejit::ops::OpArguments("attention"), q, k, v, options)) {}
+  Device& device;
+  Tensor q, k, v;
+  AttentionOptions options;
+  ad::AttentionProblem problem;
+};
+
+std::vector<std::pair<std::string, int64_t>> constants(const ad::KernelConfig& c, int64_t head_dim) {
+  return c.constants(head_dim);
+}
+
+AttentionCase forward_case(DType dtype, int64_t heads, int64_t T, int64_t S, int64_t H, bool causal) {
+  AttentionCase c;
+  c.dtype = dtype, c.T = T, c.S = S, c.N = c.K = heads, c.H = H, c.causal = causal;
+  c.backward = false;
+  c.public_api = true;  // attention() itself, with the config it picks
+  c.device = kDevice;
+  return c;
+}
+
+AttentionOptions causal_options(bool causal) {
+  AttentionOptions o;
+  o.is_causal = causal;
+  return o;
+}
+
+TEST(AttentionTuning, ATunedShapeServesLaterCalls) {
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::bf16, 64, false};
+  const at::TunableKernel& op = ad::attention_tunable(spec);
+  const at::ProblemShape shape{{{"BN", 2}, {"T", 48}, {"S", 40}}};
+  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
+  at::TuneOptions options;
+  options.top_k = 3;
+  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+  ASSERT_TRUE(result.best.has_value());
+  EXPECT_EQ(result.timed, 3);
+  for (const at::CandidateResult& c : result.candidates) {
+    SCOPED_TRACE(c.config.str());
+    EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
+  }
+  const AttentionCase c = forward_case(DType::bf16, 2, 48, 40, 64, false);
+  EXPECT_EQ(constants(ad::forward_call_config(Call(c, {}).problem, device), 64),
+            constants(ad::kernel_config_of(result.best->config), 64));
+  check_attention_case(c);
+}
+
+// A stored result unlike the heuristic's serves every plain call of its bucket with its
+// causality, and runs correctly there; the other causality, and calls with options tuning does
+// not cover, take the heuristic.
+TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::f16, 32, true};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}}};
+  const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32).forward;
+  ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
+  const at::ProblemShape tuned{{{"BN", 4}, {"T", 64}, {"S", 64}}};
+  const at::TunableKernel& op = ad::attention_tunable(spec);
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0});
+
+  // BN 3 -> 4, T 50 and S 60 -> 64: the tuned bucket.
+  AttentionCase c = forward_case(DType::f16, 3, 50, 60, 32, true);
+  EXPECT_EQ(constants(ad::forward_call_config(Call(c, causal_options(true)).problem, device), 32),
+            constants(ad::kernel_config_of(stored), 32));
+  check_attention_case(c);
+
+  EXPECT_EQ(constants(ad::forward_call_config(Call(c, causal_options(false)).problem, device), 32),
+            constants(heuristic, 32));
+  AttentionOptions bottom_right;
+  bottom_right.causal_bottom_right = true;  // S > T: a band tuning does not cover
+  EXPECT_EQ(constants(ad::forward_call_config(Call(c, bottom_right).problem, device), 32), constants(heuristic, 32));
+  AttentionOptions with_bias = causal_options(true);
+  with_bias.bias = Tensor::empty(device, DType::f32, {1, 1, 50, 60});
+  EXPECT_EQ(constants(ad::forward_call_config(Call(c, with_bias).problem, device), 32), constants(heuristic, 32));
+}
+
+TEST(AttentionTuning, TuningCoversPlainCallsOnly) {
+  Device& device = Device::by_name(kDevice);
+  const AttentionCase c = forward_case(DType::bf16, 2, 40, 40, 64, false);
+  auto spec_of = [&](const AttentionOptions& o) { return ad::AttentionTuningSpec::of(Call(c, o).problem); };
+  auto layout_of = [&](const AttentionOptions& o) { return spec_of(o) ? spec_of(o)->layout() : "none"; };
+  AttentionOptions o;
+  EXPECT_EQ(layout_of(o), "h64");
+  o.return_logsumexp = true;
+  EXPECT_EQ(layout_of(o), "h64");
+  o.is_causal = true;
+  EXPECT_EQ(layout_of(o), "h64/causal");
+  o = {};
+  o.causal_bottom_right = true;  // T == S: the top-left band
+  EXPECT_EQ(layout_of(o), "h64/causal");
+  o = {};
+  o.local_window = std::pair<int64_t, int64_t>{40, 0};  // every key to the left: causal
+  EXPECT_EQ(layout_of(o), "h64/causal");
+  o.local_window = std::pair<int64_t, int64_t>{8, 0};
+  EXPECT_EQ(layout_of(o), "none");
+  o = {};
+  o.scale = 0.5;  // a scalar: any scale
+  EXPECT_EQ(layout_of(o), "h64");
+  o = {};
+  o.kv_seqlens = Tensor::empty(device, DType::i32, {1});
+  EXPECT_EQ(layout_of(o), "none");
+  o = {};
+  o.q_seqlens = Tensor::empty(device, DType::i32, {1});
+  EXPECT_EQ(layout_of(o), "none");
+  o = {};
+  o.mask = Tensor::empty(device, DType::i1, {1, 1, 40, 40});
+  EXPECT_EQ(layout_of(o), "none");
+  o = {};
+  o.bias = Tensor::empty(device, DType::bf16, {1, 2, 40, 40});
+  EXPECT_EQ(layout_of(o), "none");
+}
+
+TEST(AttentionTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {
+  tilejit::testing_util::ScopedEnv autotune("TILEJIT_AUTOTUNE", "1");
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::f32, 16, false};
+  const at::ProblemShape shape{{{"BN", 1}, {"T", 20}, {"S", 24}}};
+  const at::TuningKey key = at::TuningKey::of(ad::attention_tunable(spec), shape, device.info());
+  ASSERT_FALSE(at::TuningDatabase::global().best(key).has_value());
+  check_attention_case(forward_case(DType::f32, 1, 20, 24, 16, false));
+  std::optional<at::BestConfig> best = at::TuningDatabase::global().best(key);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->tuned_shape, shape);
+}
+
+// Two queries over two keys, worked out by hand: t = 0 (q = 0) weighs both keys 1/2; t = 1
+// (q = 1) sees logits 0 and log 3, weights 1/4 and 3/4.
+TEST(AttentionTuning, TheSampledCheckRejectsAWrongOutput) {
+  ad::HostAttention host;
+  host.B = 1, host.T = 2, host.S = 2, host.N = 1, host.K = 1, host.H = 1;
+  host.dtype = DType::f32;
+  host.q = {0, 1}, host.k = {0, std::log(3.0)}, host.v = {2, 4};
+  const ad::SampledForward reference(host);
+  const std::vector<double> out = {3, 3.5}, lse = {std::log(2.0), std::log(4.0)};
+  EXPECT_TRUE(reference.check(out, lse).ok);
+  std::vector<double> off = out;
+  off[1] += 0.01;
+  ad::ErrorTally wrong = reference.check(off, lse);
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_NEAR(wrong.max_abs_error, 0.01, 1e-12);
+  std::vector<double> wrong_lse = lse;
+  wrong_lse[0] += 0.01;
+  EXPECT_FALSE(reference.check(out, wrong_lse).ok);
+  std::vector<double> nan = out;
+  nan[0] = NAN;
+  EXPECT_FALSE(reference.check(nan, lse).ok);
+  EXPECT_TRUE(std::isinf(reference.check(nan, lse).max_abs_error));
+}
+
+}  // namespace
+}  // namespace tjops

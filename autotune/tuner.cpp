@@ -53,12 +53,11 @@ TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const B
   }
 }
 
-// A candidate that ran takes one of the top_k places; one that never ran makes way for the next.
-bool ran(TrialStatus status) {
+}  // namespace
+
+bool takes_a_top_k_place(TrialStatus status) {
   return status == TrialStatus::ok || status == TrialStatus::wrong || status == TrialStatus::launch_failed;
 }
-
-}  // namespace
 
 TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, CandidateRunner& runner,
                 TuningDatabase& db, const TuneOptions& options) {
@@ -102,7 +101,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
       log::info("autotune {} [{}] {}: {} {}", op.name, shape.str(), config.str(), trial_status_name(trial.status),
                 trial.status == TrialStatus::ok ? fmt::format("{:.4f} ms", trial.ms) : trial.detail);
       if (trial.status != TrialStatus::ok) ++result.rejected;
-      if (ran(trial.status)) ++progress.done;
+      if (takes_a_top_k_place(trial.status)) ++progress.done;
       if (trial.status == TrialStatus::ok && (!progress.best || trial.ms < progress.best_ms)) {
         progress.best = config;
         progress.best_ms = trial.ms;

@@ -54,6 +54,11 @@ struct TuneResult {
   bool interrupted = false;       // should_stop ended the run; no best was offered
 };
 
+// Whether a candidate with this outcome fills one of the top_k places: one that ran (right,
+// wrong or failing at launch) does; one that never ran (no compile, over the device's limits)
+// makes way for the next in rank order.
+bool takes_a_top_k_place(TrialStatus status);
+
 TuneResult tune(const TunableKernel& op, const ProblemShape& shape, CandidateRunner& runner, TuningDatabase& db,
                 const TuneOptions& options = {});
 

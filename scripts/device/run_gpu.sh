@@ -29,6 +29,9 @@ $b/demo 2>&1 | tee "$out/demo.log"
 $b/tp_mlp --device cuda 2>&1 | tee "$out/tp_mlp.log"
 run runtime_bench $b/runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 # Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
-run autotune_bench env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+run autotune_bench env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape|ColdStart)' \
+  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+# The cost model's top 8 against every config of the space, once per shape (each is minutes).
+run autotune_exhaustive $b/autotune_bench --benchmark_filter='BM_TopKAgainstExhaustive/.*cuda'
 run gemm_bench $b/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 run collectives_bench $b/collectives_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

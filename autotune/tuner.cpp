@@ -41,15 +41,15 @@ struct Build {
 };
 
 TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const Build& build) {
-  if (!build.report) return {TrialStatus::compile_failed, 0, build.error};
+  if (!build.report) return {TrialStatus::compile_failed, 0, build.error, {}};
   if (auto too_big = exceeds_device_limits(*build.report, runner.device()))
-    return {TrialStatus::over_limits, 0, *too_big};
+    return {TrialStatus::over_limits, 0, *too_big, {}};
   try {
     Measurement m = runner.measure(config);
-    if (!m.correct) return {TrialStatus::wrong, 0, m.mismatch};
-    return {TrialStatus::ok, m.ms, ""};
+    if (!m.correct) return {TrialStatus::wrong, 0, m.mismatch, {}};
+    return {TrialStatus::ok, m.ms, "", build.report->cache_entries};
   } catch (const Error& e) {
-    return {TrialStatus::launch_failed, 0, e.what()};
+    return {TrialStatus::launch_failed, 0, e.what(), {}};
   }
 }
 
@@ -67,6 +67,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   result.key = TuningKey::of(op, shape, runner.device());
   std::vector<Config> ranked = ranked_candidates(op, shape, runner.device(), result);
   TuneProgress progress{0, static_cast<int>(std::min<size_t>(size_t(options.top_k), ranked.size())), {}, 0};
+  std::vector<std::string> best_entries;  // the kernel cache entries the best config runs
 
   for (size_t next = 0; progress.done < options.top_k && next < ranked.size() && !result.interrupted;) {
     size_t count = std::min(ranked.size() - next, size_t(options.top_k - progress.done));
@@ -105,6 +106,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
       if (trial.status == TrialStatus::ok && (!progress.best || trial.ms < progress.best_ms)) {
         progress.best = config;
         progress.best_ms = trial.ms;
+        best_entries = trial.kernel_entries;
       }
       result.candidates.push_back(std::move(candidate));
       if (options.on_progress) options.on_progress(progress);
@@ -113,7 +115,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   }
 
   if (!result.interrupted && progress.best)
-    result.best = db.offer_best(result.key, {*progress.best, progress.best_ms, shape, 0});
+    result.best = db.offer_best(result.key, {*progress.best, progress.best_ms, shape, 0, best_entries});
   else
     result.best = db.best(result.key);
   return result;

@@ -33,11 +33,23 @@ std::string trial_entry_key(const TuningKey& key, const ProblemShape& shape, con
   return cache_key({"autotune trial", key.str(), shape.str(), config.str()});
 }
 
+// Entries a record's kernels were built into; records written before there were any have none.
+std::vector<std::string> kernel_entries_from_json(const json& j) {
+  return j.contains("kernel_entries") ? j.at("kernel_entries").get<std::vector<std::string>>()
+                                      : std::vector<std::string>{};
+}
+
+std::string best_label(const TuningKey& key) {
+  return fmt::format("autotune {} {} [{}] best", key.op, key.device.arch, key.bucket.str());
+}
+bool is_best_label(std::string_view label) { return label.starts_with("autotune ") && label.ends_with("] best"); }
+
 std::string encode_best(const BestConfig& best) {
   return json{{"config", named_to_json(best.config)},
               {"ms", best.ms},
               {"tuned_shape", named_to_json(best.tuned_shape)},
-              {"tuned_unix", best.tuned_unix}}
+              {"tuned_unix", best.tuned_unix},
+              {"kernel_entries", best.kernel_entries}}
       .dump();
 }
 
@@ -46,7 +58,7 @@ std::optional<BestConfig> decode_best(std::string_view text) {
   try {
     json j = json::parse(text);
     return BestConfig{named_from_json(j.at("config")), j.at("ms").get<double>(), named_from_json(j.at("tuned_shape")),
-                      j.at("tuned_unix").get<int64_t>()};
+                      j.at("tuned_unix").get<int64_t>(), kernel_entries_from_json(j)};
   } catch (const json::exception& e) {
     log::warn("tuning database: a best-config entry cannot be read ({}); ignored", e.what());
     return std::nullopt;
@@ -59,7 +71,8 @@ std::optional<TrialRecord> decode_trial(std::string_view text) {
     std::string status = j.at("status").get<std::string>();
     for (TrialStatus s : kStatuses)
       if (status == trial_status_name(s))
-        return TrialRecord{s, j.at("ms").get<double>(), j.at("detail").get<std::string>()};
+        return TrialRecord{s, j.at("ms").get<double>(), j.at("detail").get<std::string>(),
+                           kernel_entries_from_json(j)};
     log::warn("tuning database: a trial entry has the unknown status '{}'; ignored", status);
   } catch (const json::exception& e) {
     log::warn("tuning database: a trial entry cannot be read ({}); ignored", e.what());
@@ -113,8 +126,7 @@ std::optional<BestConfig> TuningDatabase::best(const TuningKey& key) const {
 BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& candidate) {
   BestConfig stored = candidate;
   if (stored.tuned_unix == 0) stored.tuned_unix = now_unix();
-  std::string label = fmt::format("autotune {} {} [{}] best", key.op, key.device.arch, key.bucket.str());
-  cache_.update(best_entry_key(key), label, [&](std::optional<std::string_view> current) -> std::optional<std::string> {
+  cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
     if (current)
       if (auto existing = decode_best(*current); existing && existing->ms <= stored.ms) {
         stored = *existing;
@@ -135,9 +147,20 @@ std::optional<TrialRecord> TuningDatabase::trial(const TuningKey& key, const Pro
 void TuningDatabase::record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config,
                                   const TrialRecord& record) {
   std::string label = fmt::format("autotune {} {} [{}] trial {}", key.op, key.device.arch, shape.str(), config.str());
-  std::string value =
-      json{{"status", trial_status_name(record.status)}, {"ms", record.ms}, {"detail", record.detail}}.dump();
+  std::string value = json{{"status", trial_status_name(record.status)},
+                            {"ms", record.ms},
+                            {"detail", record.detail},
+                            {"kernel_entries", record.kernel_entries}}
+                          .dump();
   cache_.put(trial_entry_key(key, shape, config), label, std::move(value));
+}
+
+void TuningDatabase::for_each_best(
+    const std::function<void(const std::string& key, const BestConfig& best)>& visit) const {
+  cache_.for_each_entry([&](const CacheEntryInfo& info, const std::string& value) {
+    if (!is_best_label(info.label)) return;
+    if (auto best = decode_best(value)) visit(info.key, *best);
+  });
 }
 
 }  // namespace tilejit::autotune

@@ -20,8 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "autotune/named_values.h"
 #include "autotune/tunable.h"
@@ -62,6 +64,8 @@ struct TrialRecord {
   TrialStatus status = TrialStatus::ok;
   double ms = 0;       // when ok
   std::string detail;  // why not ok
+  // When ok: the kernel cache entries its kernels were built into (KernelReport::cache_entries).
+  std::vector<std::string> kernel_entries;
 };
 
 struct BestConfig {
@@ -69,6 +73,10 @@ struct BestConfig {
   double ms = 0;
   ProblemShape tuned_shape;  // the exact shape it was measured on
   int64_t tuned_unix = 0;
+  // The kernel cache entries the config's kernels were built into, on the device it was tuned
+  // on: what a pack of tuned kernels only must hold (tuned_pack_entries). Empty where kernels
+  // are not cached (the emulator).
+  std::vector<std::string> kernel_entries;
 };
 
 class TuningDatabase {
@@ -86,6 +94,9 @@ class TuningDatabase {
   void record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config, const TrialRecord& record);
 
   KernelCache& cache() const { return cache_; }
+
+  // Every best config in this cache's own entries (not its packs'), with its entry key.
+  void for_each_best(const std::function<void(const std::string& key, const BestConfig& best)>& visit) const;
 
  private:
   KernelCache& cache_;

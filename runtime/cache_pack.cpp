@@ -314,7 +314,8 @@ std::vector<std::string> CachePack::verify() const {
   return problems;
 }
 
-int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest, const std::string& path) {
+int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest, const std::string& path,
+                         const std::function<bool(const CacheEntryInfo&)>& keep) {
   std::filesystem::path temp = file_io::temp_path_for(path);
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd) fail("cannot write cache pack {}: {}", path, file_io::errno_text());
@@ -329,7 +330,7 @@ int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest,
   uint64_t offset = kPackHeaderSize;
   bool written = true;
   cache.for_each_entry([&](const CacheEntryInfo& info, const std::string& value) {
-    if (!written) return;
+    if (!written || (keep && !keep(info))) return;
     written = file_io::write_all(fd.get(), value);
     entries.push_back({info.key, info.label, offset, value.size(), entry_checksum(info.key, info.label, value)});
     offset += value.size();

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@
 namespace tilejit {
 
 class KernelCache;
+struct CacheEntryInfo;
 
 // Who made a pack, and for what.
 struct PackManifest {
@@ -112,8 +114,10 @@ class CachePack {
 };
 
 // Writes every valid entry of `cache` (its own entries: not those of packs layered under it)
-// into a pack at `path`, replacing the file atomically. Returns the number of entries.
-int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest, const std::string& path);
+// that `keep` keeps (all, when unset) into a pack at `path`, replacing the file atomically.
+// Returns the number of entries written.
+int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest, const std::string& path,
+                         const std::function<bool(const CacheEntryInfo&)>& keep = nullptr);
 
 struct PackImport {
   int64_t added = 0;

@@ -86,6 +86,9 @@ struct KernelReport {
   int spill_bytes = -1;       // spill stores + loads reported by the assembler (-1: unknown)
   std::string binary_format;  // "cubin", "ptx" (driver JIT) or "host" (emulator)
   bool from_disk_cache = false;
+  // The kernel cache entries a later process finds this kernel by, with no compiler work
+  // (cuda/cuda_compile.h); empty where kernels are not cached (the emulator's).
+  std::vector<std::string> cache_entries;
 };
 
 // A kernel ready to launch on one device.

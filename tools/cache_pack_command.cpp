@@ -1,6 +1,7 @@
 // `tilejit cache pack | import | verify`: the kernel cache as one file that ships.
 //   pack -o FILE [--device D] [--arch A]   every entry of the local cache (compiled kernels,
-//                                          tuning results) and a manifest into FILE
+//        [--tuned-only]                    tuning results) and a manifest into FILE; with
+//                                          --tuned-only the best configs and their kernels only
 //   import FILE [--arch A]                 the pack's entries into the local cache
 //   verify FILE [--arch A]                 every entry's checksum, and whether it suits A
 // --arch names the architecture a pack is for (default: this machine's GPU, else the
@@ -8,6 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
+#include "autotune/tuned_pack.h"
 #include "runtime/cache_pack.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
@@ -33,6 +37,7 @@ void print_manifest(const CachePack& pack) {
 
 struct Options {
   std::string file, device = "best", arch;
+  bool tuned_only = false;
 };
 
 int run_pack(const Options& o) {
@@ -40,10 +45,25 @@ int run_pack(const Options& o) {
   if (!cache.on_disk()) fail("cache pack: the kernel cache has no directory to pack (set TILEJIT_CACHE_DIR)");
   const DeviceInfo& device = Device::by_name(o.device).info();
   PackManifest manifest = PackManifest::current(o.arch.empty() ? device.arch : o.arch, device.name);
-  int64_t entries = write_cache_pack(cache, manifest, o.file);
+  std::optional<autotune::TunedEntries> tuned;
+  if (o.tuned_only) tuned = autotune::tuned_pack_entries(autotune::TuningDatabase::global());
+  int64_t entries = write_cache_pack(cache, manifest, o.file, [&](const CacheEntryInfo& entry) {
+    return !tuned || tuned->keys.contains(entry.key);
+  });
   auto pack = CachePack::open_unchecked(o.file);
   fmt::print("packed {} entries of {} into {} ({}) for {}\n", entries, cache.directory(), o.file,
              mebibytes(pack->file_bytes()), manifest.arch);
+  if (tuned) {
+    fmt::print("tuned only: {} tuned results and the {} kernel entries they run\n", tuned->results,
+               tuned->kernel_entries);
+    if (tuned->results_without_kernels > 0)
+      fmt::print("{} tuned results name no compiled kernels (tuned on the emulator, or by an older tilejit): "
+                 "their kernels compile on first use\n",
+                 tuned->results_without_kernels);
+    if (tuned->missing_kernel_entries > 0)
+      fmt::print("{} kernel entries that tuned results name are no longer in the cache: they compile on first use\n",
+                 tuned->missing_kernel_entries);
+  }
   return 0;
 }
 
@@ -78,6 +98,9 @@ Command add_cache_pack_commands(CLI::App& cache) {
   pack->add_option("--device", o->device, "The device the pack is made on: cuda, cuda:N, emu or best")
       ->capture_default_str();
   pack->add_option("--arch", o->arch, "The architecture the pack is for (default: the device's)");
+  pack->add_flag("--tuned-only", o->tuned_only,
+                 "Only the tuned results and the kernels their configs run (not the trials, not the other "
+                 "candidates' kernels)");
   auto* import = cache.add_subcommand("import", "Copy a pack's entries into the local cache");
   import->add_option("file", o->file, "The pack file")->required();
   import->add_option("--arch", o->arch, "The architecture it must be for (default: this machine's)");

@@ -33,6 +33,14 @@ struct MainKernel {
   std::optional<BoundKernel> kernel;
 };
 
+// Split-K's second kernel: the slices summed, in tiles of (kSumBlockM, kSumBlockN).
+constexpr int64_t kSumBlockM = 32, kSumBlockN = 64;
+BoundKernel sum_kernel(const GemmProblem& p, const GemmConfig& config, const NamedArguments& sum) {
+  const JitKernel& reduce =
+      op_kernel(p.features.key() + "/sum", [&] { return reduction_kernel(p.features, sum.params()); });
+  return reduce.with({{"BLOCK_M", kSumBlockM}, {"BLOCK_N", kSumBlockN}, {"SPLIT_K", config.split_k}});
+}
+
 }  // namespace
 
 void launch_gemm_with(const GemmProblem& p, GemmConfig config, Stream& s) {
@@ -49,17 +57,22 @@ void launch_gemm_with(const GemmProblem& p, GemmConfig config, Stream& s) {
   main.kernel->launch_args(s, LaunchDims{tiles, {}}, main.args.values());
 
   NamedArguments sum = reduction_arguments(p, workspace);
-  const JitKernel& reduce = op_kernel(f.key() + "/sum", [&] { return reduction_kernel(f, sum.params()); });
-  const int64_t bm = 32, bn = 64;
-  Dim3 sum_grid{grid_dim(((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn)), grid_dim(p.batch), 1};
-  reduce.with({{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"SPLIT_K", config.split_k}})
-      .launch_args(s, LaunchDims{sum_grid, {}}, sum.values());
+  Dim3 sum_grid{grid_dim(((p.m + kSumBlockM - 1) / kSumBlockM) * ((p.n + kSumBlockN - 1) / kSumBlockN)),
+                grid_dim(p.batch), 1};
+  sum_kernel(p, config, sum).launch_args(s, LaunchDims{sum_grid, {}}, sum.values());
 }
 
 KernelReport prepare_gemm_with(const GemmProblem& p, GemmConfig config, Device& device, const Tensor& workspace_like) {
   config = clamped(config, p);
   MainKernel main(p, config, device.info(), config.split_k > 1 ? &workspace_like : nullptr);
-  return main.kernel->prepare(device, main.args.values())->report();
+  KernelReport report = main.kernel->prepare(device, main.args.values())->report();
+  if (config.split_k > 1) {
+    // The call runs the sum too: its kernel belongs with the config's (a pack of tuned kernels).
+    NamedArguments sum = reduction_arguments(p, workspace_like);
+    const KernelReport summed = sum_kernel(p, config, sum).prepare(device, sum.values())->report();
+    report.cache_entries.insert(report.cache_entries.end(), summed.cache_entries.begin(), summed.cache_entries.end());
+  }
+  return report;
 }
 
 }  // namespace tilejit::ops::gemm_detail

@@ -159,6 +159,11 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
 
   std::string launch_key;
   std::string missed_ir_key;  // an IR key the launch level pointed at that held no image
+  auto found_by = [&](CudaKernelImage image, const std::string& ir_key) {
+    if (!launch_key.empty()) image.report.cache_entries.push_back(launch_key);
+    image.report.cache_entries.push_back(ir_key);
+    return image;
+  };
   if (std::string code = code_identity(kernel.code_anchor()); !code.empty()) {
     launch_key = cache_key({"launch", code, kernel.name(), constants_string(*request.constants),
                             facts_string(kernel, request.facts), target.arch, target.ptx_feature, option_text,
@@ -166,7 +171,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
     if (auto ir_key = cache.get(launch_key)) {
       // The value names another entry; anything but a key is treated as a miss.
       if (is_cache_key(**ir_key)) {
-        if (auto image = find_image(cache, **ir_key)) return *image;
+        if (auto image = find_image(cache, **ir_key)) return found_by(std::move(*image), std::string(**ir_key));
         missed_ir_key = **ir_key;
       } else {
         log::warn("kernel cache: entry {} is not a kernel key; tracing again", launch_key);
@@ -186,7 +191,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
               serialize(*image));
   }
   if (!launch_key.empty()) cache.put(launch_key, fmt::format("{} {} launch", kernel.name(), target.arch), ir_key);
-  return *image;
+  return found_by(std::move(*image), ir_key);
 }
 
 }  // namespace tilejit::cuda

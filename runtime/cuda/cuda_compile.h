@@ -33,6 +33,8 @@ struct ToolchainVersions {
   static ToolchainVersions current();
 };
 
+// The image's report names the entries it was found by or stored under (launch key, when
+// used, then IR key): what a pack must hold for a later process to skip the compile.
 CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
                                     const ToolchainVersions& versions = ToolchainVersions::current());
 

@@ -14,9 +14,11 @@
 #include <map>
 #include <random>
 
+#include "autotune/tuned_pack.h"
 #include "autotune/tuning_db.h"
 #include "codegen/target.h"
 #include "runtime/cache_pack.h"
+#include "runtime/cuda/cubin_compiler.h"
 #include "runtime/cuda/cuda_compile.h"
 #include "runtime/kernel_cache.h"
 #include "tests/autotune/synthetic_op.h"
@@ -31,6 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_util::error_of;
 
 std::string read_file(const std::string& path) {
@@ -101,7 +104,7 @@ TEST_F(CachePackTest, RoundTripToAFreshProcessServesOnlyHitsAndCompilesNothing) 
   // The machine that tunes and compiles: a kernel and a tuning result into its cache, packed.
   KernelCache made = cache_at("made");
   cuda::CudaKernelImage compiled = cuda::compile_cuda_kernel(request, target, made);
-  autotune::TuningDatabase(made).offer_best(key, {testing_util::synthetic_config(64, 4), 1.25, shape, 0});
+  autotune::TuningDatabase(made).offer_best(key, {testing_util::synthetic_config(64, 4), 1.25, shape, 0, {}});
   std::string pack = dir_ / "made.tjpack";
   ASSERT_EQ(write_cache_pack(made, for_sm90(), pack), 3);  // launch entry, image, best config
   std::string pack_bytes = read_file(pack);
@@ -141,6 +144,58 @@ TEST_F(CachePackTest, RoundTripToAFreshProcessServesOnlyHitsAndCompilesNothing) 
   EXPECT_EQ(counts->local_entries, 0) << "pack hits were copied into the local cache";
   EXPECT_EQ(read_file(pack), pack_bytes);
   ::munmap(memory, sizeof(Counts));
+}
+
+// `tilejit cache pack --tuned-only`: the best configs and the kernel entries they name, not
+// the trials and not the losing candidates' kernels; a fresh cache over the pack runs the
+// winner with no trace and compiles the loser.
+TEST_F(CachePackTest, ATunedOnlyPackHoldsTheBestConfigsAndTheirKernelsOnly) {
+  if (cuda::cubin_tool() == "driver") GTEST_SKIP() << "neither nvJitLink nor ptxas is installed";
+  const codegen::Target& target = codegen::find_target("sm_90a");
+  dsl::Constants winner = add_one().constants(), loser = add_one().constants({{"BLOCK", 256}});
+  KernelRequest wins{&add_one(), &winner, add_one().aligned_facts()};
+  KernelRequest loses{&add_one(), &loser, add_one().aligned_facts()};
+  autotune::TunableKernel op = testing_util::synthetic_op();
+  DeviceInfo device = testing_util::SyntheticRunner().device();
+  autotune::ProblemShape tuned{{{"n", 4096}}}, emulated{{{"n", 100}}}, cleared{{{"n", 20}}};
+
+  KernelCache made = cache_at("made");
+  autotune::TuningDatabase db(made);
+  KernelReport won = cuda::compile_cuda_kernel(wins, target, made).report;
+  KernelReport lost = cuda::compile_cuda_kernel(loses, target, made).report;
+  const autotune::TuningKey key = autotune::TuningKey::of(op, tuned, device);
+  using testing_util::synthetic_config;
+  db.record_trial(key, tuned, synthetic_config(128, 4), {autotune::TrialStatus::ok, 1.0, "", won.cache_entries});
+  db.record_trial(key, tuned, synthetic_config(256, 4), {autotune::TrialStatus::ok, 2.0, "", lost.cache_entries});
+  db.offer_best(key, {synthetic_config(128, 4), 1.0, tuned, 0, won.cache_entries});
+  // A result with no kernels (the emulator's) and one whose kernel left the cache since.
+  db.offer_best(autotune::TuningKey::of(op, emulated, device), {synthetic_config(64, 4), 1.0, emulated, 0, {}});
+  db.offer_best(autotune::TuningKey::of(op, cleared, device),
+                {synthetic_config(32, 4), 1.0, cleared, 0, {cache_key({"gone"})}});
+
+  autotune::TunedEntries entries = autotune::tuned_pack_entries(db);
+  EXPECT_EQ(entries.results, 3);
+  EXPECT_EQ(entries.kernel_entries, 2);  // the winner's launch and image entries
+  EXPECT_EQ(entries.results_without_kernels, 1);
+  EXPECT_EQ(entries.missing_kernel_entries, 1);
+  std::string path = dir_ / "tuned.tjpack";
+  auto tuned_only = [&](const CacheEntryInfo& e) { return entries.keys.contains(e.key); };
+  ASSERT_EQ(write_cache_pack(made, for_sm90(), path, tuned_only), 5);
+  auto pack = CachePack::open(path, needs_sm90());
+  for (const std::string& k : won.cache_entries) EXPECT_TRUE(pack->find(k)) << "the winner's kernel is missing";
+  for (const std::string& k : lost.cache_entries) EXPECT_FALSE(pack->find(k)) << "the loser's kernel was packed";
+  for (const PackEntryInfo& e : pack->entries()) EXPECT_THAT(e.label, Not(HasSubstr("trial"))) << "a trial was packed";
+
+  KernelCache fresh = cache_at("fresh");
+  fresh.attach_pack(pack);
+  autotune::TuningDatabase shipped(fresh);
+  ASSERT_TRUE(shipped.best(key));
+  EXPECT_EQ(shipped.best(key)->config, synthetic_config(128, 4));
+  int before = traces;
+  EXPECT_TRUE(cuda::compile_cuda_kernel(wins, target, fresh).report.from_disk_cache);
+  EXPECT_EQ(traces, before) << "the winner was traced again";
+  EXPECT_FALSE(cuda::compile_cuda_kernel(loses, target, fresh).report.from_disk_cache);
+  EXPECT_EQ(traces, before + 1);
 }
 
 TEST_F(CachePackTest, ManifestAndEntriesRoundTrip) {

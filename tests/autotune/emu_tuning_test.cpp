@@ -229,13 +229,13 @@ TEST_F(EmuTuningTest, AStoredConfigThatDoesNotFitTheExactShapeIsNotUsed) {
   // bucket would break "BLOCK_N >= cols" for cols=200.
   ProblemShape shape{{{"rows", 8}, {"cols", 200}}};
   TuningKey key = TuningKey::of(softmax, shape, emu.info());
-  db_.offer_best(key, {Config{{{"BLOCK_N", 128}, {"num_warps", 4}}}, 0.5, ProblemShape{{{"rows", 8}, {"cols", 100}}}, 0});
+  db_.offer_best(key, {Config{{{"BLOCK_N", 128}, {"num_warps", 4}}}, 0.5, ProblemShape{{{"rows", 8}, {"cols", 100}}}, 0, {}});
   ConfigChoice choice = choose_config(softmax, shape, emu, db_);
   EXPECT_EQ(choice.source, ConfigSource::heuristic);
   EXPECT_GE(choice.config["BLOCK_N"], 200);
   // A stored config naming other constants (an older declaration) is not used either.
   ProblemShape other{{{"rows", 8}, {"cols", 1000}}};
-  db_.offer_best(TuningKey::of(softmax, other, emu.info()), {Config{{{"BLOCK", 1024}}}, 0.5, other, 0});
+  db_.offer_best(TuningKey::of(softmax, other, emu.info()), {Config{{{"BLOCK", 1024}}}, 0.5, other, 0, {}});
   EXPECT_EQ(choose_config(softmax, other, emu, db_).source, ConfigSource::heuristic);
 }
 

@@ -17,6 +17,7 @@
 #include "autotune/candidate_runner.h"
 #include "autotune/tunable.h"
 #include "dsl/error.h"
+#include "runtime/kernel_cache.h"
 
 namespace tilejit::testing_util {
 
@@ -49,6 +50,9 @@ inline double synthetic_ms(const Config& c) {
 
 inline Config synthetic_config(int64_t block, int64_t warps) { return Config{{{"BLOCK", block}, {"num_warps", warps}}}; }
 
+// The kernel cache entry the synthetic runner says a config was built into.
+inline std::string synthetic_entry(const Config& c) { return cache_key({"synthetic kernel", c.str()}); }
+
 class SyntheticRunner : public autotune::CandidateRunner {
  public:
   explicit SyntheticRunner(double time_scale = 1.0) : time_scale_(time_scale) {
@@ -71,6 +75,7 @@ class SyntheticRunner : public autotune::CandidateRunner {
     if (compile_errors.count(config.str())) fail("synthetic compile error for {}", config.str());
     KernelReport report;
     report.num_threads = int(32 * config["num_warps"]);
+    report.cache_entries = {synthetic_entry(config)};
     if (auto it = shared_bytes.find(config.str()); it != shared_bytes.end()) report.shared_bytes = it->second;
     return report;
   }

@@ -22,6 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing_util::synthetic_config;
+using testing_util::synthetic_entry;
 using testing_util::synthetic_ms;
 using testing_util::SyntheticRunner;
 
@@ -75,6 +76,7 @@ TEST_F(TunerTest, FindsTheKnownBestConfig) {
     auto stored = other_db.best(TuningKey::of(op_, ProblemShape{{{"n", n}}}, runner.device()));
     ASSERT_TRUE(stored) << n;
     EXPECT_EQ(stored->config, expected);
+    EXPECT_EQ(stored->kernel_entries, std::vector<std::string>{synthetic_entry(expected)});
   }
   EXPECT_FALSE(other_db.best(TuningKey::of(op_, ProblemShape{{{"n", 1025}}}, runner.device())));
 }
@@ -228,6 +230,24 @@ TEST_F(TunerTest, ResumesAfterAnInterruption) {
   EXPECT_EQ(resumed.best->config, fastest_of(top10));
 }
 
+// A best config found among reused trials still names the kernel entries its build reported.
+TEST_F(TunerTest, ABestFromAReusedTrialKeepsItsKernelEntries) {
+  TuneOptions options;
+  options.top_k = 11;
+  SyntheticRunner first;
+  options.should_stop = [&] { return first.measured_configs().size() >= 10; };
+  EXPECT_TRUE(tune(op_, shape_, first, db_, options).interrupted);
+
+  SyntheticRunner second;
+  options.top_k = 10;
+  options.should_stop = nullptr;
+  TuneResult resumed = tune(op_, shape_, second, db_, options);
+  EXPECT_EQ(resumed.reused, 10);
+  EXPECT_EQ(second.prepares, 0);
+  ASSERT_TRUE(resumed.best);
+  EXPECT_EQ(resumed.best->kernel_entries, std::vector<std::string>{synthetic_entry(resumed.best->config)});
+}
+
 TEST_F(TunerTest, TwoTunersAtOnceOnOneDatabaseKeepTheFasterResult) {
   // Each child reports the best its run ended with; a child that fails exits non-zero.
   struct Shared {
@@ -265,11 +285,11 @@ TEST_F(TunerTest, TwoTunersAtOnceOnOneDatabaseKeepTheFasterResult) {
 
 TEST_F(TunerTest, TheStoredBestIsReplacedOnlyByAFasterOne) {
   TuningKey key = TuningKey::of(op_, shape_, SyntheticRunner().device());
-  EXPECT_DOUBLE_EQ(db_.offer_best(key, {synthetic_config(32, 4), 2.0, shape_, 0}).ms, 2.0);
-  BestConfig kept = db_.offer_best(key, {synthetic_config(16, 4), 3.0, shape_, 0});
+  EXPECT_DOUBLE_EQ(db_.offer_best(key, {synthetic_config(32, 4), 2.0, shape_, 0, {}}).ms, 2.0);
+  BestConfig kept = db_.offer_best(key, {synthetic_config(16, 4), 3.0, shape_, 0, {}});
   EXPECT_EQ(kept.config, synthetic_config(32, 4));
   EXPECT_DOUBLE_EQ(kept.ms, 2.0);
-  db_.offer_best(key, {synthetic_config(64, 4), 1.5, shape_, 0});
+  db_.offer_best(key, {synthetic_config(64, 4), 1.5, shape_, 0, {}});
   KernelCache other = cache_in_another_process();
   auto stored = TuningDatabase(other).best(key);
   ASSERT_TRUE(stored);
@@ -288,7 +308,7 @@ TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
     }
   ASSERT_EQ(damaged, 1);
   EXPECT_FALSE(db_.best(r.key));
-  BestConfig stored = db_.offer_best(r.key, {synthetic_config(16, 1), 9.0, shape_, 0});
+  BestConfig stored = db_.offer_best(r.key, {synthetic_config(16, 1), 9.0, shape_, 0, {}});
   EXPECT_EQ(stored.config, synthetic_config(16, 1));
   EXPECT_TRUE(db_.best(r.key));
 }

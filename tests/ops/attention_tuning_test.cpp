@@ -90,7 +90,7 @@ TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
   const at::ProblemShape tuned{{{"BN", 4}, {"T", 64}, {"S", 64}}};
   const at::TunableKernel& op = ad::attention_tunable(spec);
-  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0});
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
 
   // BN 3 -> 4, T 50 and S 60 -> 64: the tuned bucket.
   AttentionCase c = forward_case(DType::f16, 3, 50, 60, 32, true);

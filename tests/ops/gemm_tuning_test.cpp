@@ -73,7 +73,7 @@ TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
                            {"num_warps", 4},
                            {"num_stages", 2},
                            {"SPLIT_K", 4}}};
-  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0});
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
   TJ_SEEDED_RNG(rng);
   // One bucket (K in 129..256); at K = 200, 4 slices of two 32-steps no longer fit: the heuristic.
   for (int64_t k : {256, 200}) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,11 +111,17 @@ TEST_F(CudaCompileTest, WarmStartNeitherTracesNorCompiles) {
   EXPECT_EQ(second.report.num_threads, first.report.num_threads);
   EXPECT_EQ(second.report.shared_bytes, first.report.shared_bytes);
 
-  // One launch entry and one image entry, labelled for people.
+  // One launch entry and one image entry, labelled for people; the reports name both, the
+  // launch entry first, whether they stored them or found them.
   std::vector<std::string> labels;
-  for (auto& entry : warm.list()) labels.push_back(entry.label);
+  std::map<std::string, std::string> label_of;
+  for (auto& entry : warm.list()) labels.push_back(entry.label), label_of[entry.key] = entry.label;
   std::sort(labels.begin(), labels.end());
   EXPECT_EQ(labels, (std::vector<std::string>{"tj_test_add_one sm_90a cubin", "tj_test_add_one sm_90a launch"}));
+  ASSERT_EQ(first.report.cache_entries.size(), 2u);
+  EXPECT_EQ(label_of[first.report.cache_entries[0]], "tj_test_add_one sm_90a launch");
+  EXPECT_EQ(label_of[first.report.cache_entries[1]], "tj_test_add_one sm_90a cubin");
+  EXPECT_EQ(second.report.cache_entries, first.report.cache_entries);
 }
 
 // Entries written by another tilejit or LLVM version are never read: a version change

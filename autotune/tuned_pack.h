@@ -1,0 +1,27 @@
+// What a pack of tuned kernels holds (`tilejit cache pack --tuned-only`): every best config
+// of a cache's tuning database and the kernel cache entries those configs were built into,
+// and nothing else: not the trials, not the kernels of the candidates that lost. An
+// application that loads it runs each tuned shape with no compiler work, from a file a
+// fraction of the whole cache's size.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "autotune/tuning_db.h"
+
+namespace tilejit::autotune {
+
+struct TunedEntries {
+  std::set<std::string> keys;        // best-config entries and the kernel entries they name
+  int results = 0;                   // best configs
+  int kernel_entries = 0;            // kernel entries named and present
+  int results_without_kernels = 0;   // best configs that name none (tuned on the emulator, or
+                                     // by a tilejit that did not record them)
+  int missing_kernel_entries = 0;    // named but no longer in the cache (cleared since)
+};
+
+// Reads the cache's own entries (not its packs').
+TunedEntries tuned_pack_entries(const TuningDatabase& db);
+
+}  // namespace tilejit::autotune

@@ -77,6 +77,10 @@ BENCHMARK_CAPTURE(BM_TuneOneShape, attention_bf16_h128_cuda_32x4096, std::string
                   std::string("cuda"), attention_shape(32, 4096))
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
+BENCHMARK_CAPTURE(BM_TuneOneShape, attention_dkdv_bf16_h128_cuda_32x4096, std::string("attention_dkdv_bf16_h128"),
+                  std::string("cuda"), attention_shape(32, 4096))
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 // How close the cost model's top 8 come to the best of the whole space (the target: within 5%
 // on the default shapes). One run builds, checks and times every config that meets the

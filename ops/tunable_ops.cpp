@@ -37,14 +37,19 @@ std::optional<gemm_detail::GemmTuningSpec> gemm_spec(const std::string& name) {
   return std::nullopt;
 }
 
-// attention_<dtype>_h<H>[_causal]: a head dim H that attention takes (a multiple of 8 up to 256).
-std::optional<attention_detail::AttentionTuningSpec> attention_spec(const std::string& name) {
-  for (DType dtype : {DType::bf16, DType::f16, DType::f32})
-    for (int64_t head_dim = 8; head_dim <= 256; head_dim += 8)
-      for (bool causal : {false, true})
-        if (name == fmt::format("attention_{}_h{}{}", dtype_name(dtype), head_dim, causal ? "_causal" : ""))
-          return attention_detail::AttentionTuningSpec{dtype, head_dim, causal};
-  return std::nullopt;
+using attention_detail::TunedKernel;
+constexpr std::pair<const char*, TunedKernel> kAttentionKernels[] = {
+    {"attention", TunedKernel::forward}, {"attention_dkdv", TunedKernel::dkdv}, {"attention_dq", TunedKernel::dq}};
+
+// <kernel>_<dtype>_h<H>[_causal]: a head dim H that attention takes (a multiple of 8 up to 256).
+const autotune::TunableKernel* attention_op(const std::string& name) {
+  for (auto [prefix, kernel] : kAttentionKernels)
+    for (DType dtype : {DType::bf16, DType::f16, DType::f32})
+      for (int64_t head_dim = 8; head_dim <= 256; head_dim += 8)
+        for (bool causal : {false, true})
+          if (name == fmt::format("{}_{}_h{}{}", prefix, dtype_name(dtype), head_dim, causal ? "_causal" : ""))
+            return &attention_detail::attention_tunable({dtype, head_dim, causal}, kernel);
+  return nullptr;
 }
 
 }  // namespace
@@ -53,7 +58,7 @@ const autotune::TunableKernel& find_tunable_op(const std::string& name) {
   for (const autotune::TunableKernel& op : tunable_examples())
     if (op.name == name) return op;
   if (auto spec = gemm_spec(name)) return gemm_detail::gemm_tunable(*spec);
-  if (auto spec = attention_spec(name)) return attention_detail::attention_tunable(*spec);
+  if (const autotune::TunableKernel* op = attention_op(name)) return *op;
   fail("no tunable op '{}' (tunable: {})", name, fmt::join(tunable_op_names(), ", "));
 }
 
@@ -63,7 +68,8 @@ std::vector<std::string> tunable_op_names() {
   std::vector<std::string> gemm_dtypes;
   for (const GemmKind& kind : kGemmKinds) gemm_dtypes.push_back(kind.name);
   names.push_back(fmt::format("gemm_<{}>_<{}>", fmt::join(gemm_dtypes, "|"), fmt::join(kLayouts, "|")));
-  names.push_back("attention_<bf16|f16|f32>_h<head dim: 8, 16, ..., 256>[_causal]");
+  for (auto [prefix, kernel] : kAttentionKernels)
+    names.push_back(fmt::format("{}_<bf16|f16|f32>_h<head dim: 8, 16, ..., 256>[_causal]", prefix));
   return names;
 }
 

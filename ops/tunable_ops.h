@@ -3,9 +3,10 @@
 // of bf16, f16, f8e4m3, f8e5m2, i8, tf32, f32 (exact, on the CUDA cores), layout nn, nt, tn or
 // tt (A, then B; t: stored the other way, A (K, M), B (N, K)), the output of gemm's default
 // dtype for the operands (its results serve every unbatched gemm call of that kind); and the
-// attention forward as attention_<dtype>_h<H>[_causal]: dtype bf16, f16 or f32, H the head dim
-// (a multiple of 8 up to 256), _causal for causal calls (ops/attention/tuning.h says which
-// calls the results serve).
+// attention forward as attention_<dtype>_h<H>[_causal], the backward's dk / dv and dq kernels
+// as attention_dkdv_... and attention_dq_...: dtype bf16, f16 or f32, H the head dim (a
+// multiple of 8 up to 256), _causal for causal calls (ops/attention/tuning.h says which calls
+// the results serve).
 #pragma once
 
 #include <string>

@@ -1,9 +1,11 @@
 // attention_backward(): checks, allocates the gradients and the f32 row workspaces, and
-// launches the three backward kernels (backward_kernels.h) in order on one stream.
+// launches the three backward kernels (backward_kernels.h) in order on one stream, dk / dv and
+// dq with their tuned or heuristic configs (tuning.h).
 #include <fmt/format.h>
 
 #include "ops/attention.h"
 #include "ops/attention/backward_kernels.h"
+#include "ops/attention/tuning.h"
 #include "ops/common/op_kernels.h"
 
 namespace tilejit::ops {
@@ -24,35 +26,78 @@ NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffe
   return args;
 }
 
-void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
-                     Stream& stream) {
+namespace {
+
+// One backward kernel of `p` with its arguments (`outputs` added to the common ones), bound to
+// `config`, and its grid of `blocks` blocks of `heads` heads.
+struct BackwardLaunch {
+  NamedArguments args;
+  BoundKernel kernel;
+  uint32_t programs;
+
+  void run(Stream& stream) const { kernel.launch_args(stream, LaunchDims{{programs, 1, 1}, {}}, args.values()); }
+  KernelReport prepare(Device& device) const { return kernel.prepare(device, args.values())->report(); }
+};
+
+BackwardLaunch backward_launch(const AttentionProblem& p, const BackwardBuffers& buffers, const char* name,
+                               dsl::Kernel (*make)(DType, std::vector<ir::Param>), const KernelConfig& config,
+                               int64_t rows, int64_t block, int64_t heads,
+                               const std::vector<std::pair<const char*, const Tensor*>>& outputs) {
+  NamedArguments args = backward_arguments(p, buffers);
+  for (auto [output, tensor] : outputs)
+    add_sequence_operand(args, output, *tensor, contiguous_sequence_strides(tensor->shape()));
+  const JitKernel& kernel =
+      op_kernel(fmt::format("{}/{}", name, features_key(p)), [&] { return make(p.dtype, args.params()); });
+  return {std::move(args), kernel.with(config.constants(p.head_dim)),
+          program_count("attention_backward", (rows + block - 1) / block, heads)};
+}
+
+BackwardLaunch dkdv_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
+  return backward_launch(p, buffers, "attention_backward_dkdv", dkdv_kernel, config, p.kv_len, config.block_n,
+                         p.batch * p.kv_heads, {{"dk", &buffers.dk}, {"dv", &buffers.dv}});
+}
+
+BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
+  return backward_launch(p, buffers, "attention_backward_dq", dq_kernel, config, p.q_len, config.block_m,
+                         p.batch * p.heads, {{"dq", &buffers.dq}});
+}
+
+}  // namespace
+
+void launch_backward_rows(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
+                          Stream& stream) {
   if (p.batch * p.heads == 0) return;
-  const std::string features = features_key(p);
-  auto launch = [&](const char* name, dsl::Kernel (*make)(DType, std::vector<ir::Param>), const NamedArguments& args,
-                    const KernelConfig& config, int64_t blocks, int64_t heads) {
-    const JitKernel& kernel =
-        op_kernel(fmt::format("{}/{}", name, features), [&] { return make(p.dtype, args.params()); });
-    uint32_t programs = program_count("attention_backward", blocks, heads);
-    kernel.with(config.constants(p.head_dim)).launch_args(stream, LaunchDims{{programs, 1, 1}, {}}, args.values());
-  };
-  auto blocks = [](int64_t rows, int64_t block) { return (rows + block - 1) / block; };
-  const NamedArguments inputs = backward_arguments(p, buffers);
   stream.device().memset_async(buffers.close_rows.data(), 0, static_cast<size_t>(buffers.close_rows.bytes()), stream);
   if (p.q_len > 0)
-    launch("attention_backward_rows", backward_rows_kernel, inputs, configs.preprocess,
-           blocks(p.q_len, configs.preprocess.block_m), p.batch * p.heads);
-  const SequenceStrides kv_strides = contiguous_sequence_strides(p.kv_shape());
-  NamedArguments dkdv = inputs;
-  add_sequence_operand(dkdv, "dk", buffers.dk, kv_strides);
-  add_sequence_operand(dkdv, "dv", buffers.dv, kv_strides);
-  launch("attention_backward_dkdv", dkdv_kernel, dkdv, configs.dkdv, blocks(p.kv_len, configs.dkdv.block_n),
-         p.batch * p.kv_heads);
-  if (p.q_len > 0) {
-    NamedArguments dq = inputs;
-    add_sequence_operand(dq, "dq", buffers.dq, contiguous_sequence_strides(p.q_shape()));
-    launch("attention_backward_dq", dq_kernel, dq, configs.dq, blocks(p.q_len, configs.dq.block_m),
-           p.batch * p.heads);
-  }
+    backward_launch(p, buffers, "attention_backward_rows", backward_rows_kernel, config, p.q_len, config.block_m,
+                    p.batch * p.heads, {})
+        .run(stream);
+}
+
+void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
+                 Stream& stream) {
+  if (p.batch * p.heads > 0) dkdv_launch(p, config, buffers).run(stream);
+}
+
+void launch_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers, Stream& stream) {
+  if (p.batch * p.heads * p.q_len > 0) dq_launch(p, config, buffers).run(stream);
+}
+
+KernelReport prepare_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
+                          Device& device) {
+  return dkdv_launch(p, config, buffers).prepare(device);
+}
+
+KernelReport prepare_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
+                        Device& device) {
+  return dq_launch(p, config, buffers).prepare(device);
+}
+
+void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
+                     Stream& stream) {
+  launch_backward_rows(p, configs.preprocess, buffers, stream);
+  launch_dkdv(p, configs.dkdv, buffers, stream);
+  launch_dq(p, configs.dq, buffers, stream);
 }
 
 }  // namespace attention_detail
@@ -85,7 +130,7 @@ AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Te
                           Tensor::empty(device, p.dtype, p.q_shape()),
                           Tensor::empty(device, p.dtype, p.kv_shape()),
                           Tensor::empty(device, p.dtype, p.kv_shape())};
-  launch_backward(p, choose_configs(p.dtype, p.head_dim), buffers, s);
+  launch_backward(p, backward_call_configs(p, s.device()), buffers, s);
   return {buffers.dq, buffers.dk, buffers.dv};
 }
 

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "ops/attention/host_reference.h"
+#include "ops/attention/kernel_arguments.h"
 #include "ops/attention/launch.h"
 #include "ops/common/host_values.h"
 
@@ -17,9 +18,9 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
  public:
   AttentionCandidateRunner(const AttentionCandidateRunner&) = delete;  // problem_ points into it
   AttentionCandidateRunner& operator=(const AttentionCandidateRunner&) = delete;
-  AttentionCandidateRunner(const AttentionTuningSpec& spec, Device& device, const autotune::ProblemShape& shape,
-                           const autotune::TimingOptions& timing, uint64_t seed)
-      : device_(device), timer_(device, timing) {
+  AttentionCandidateRunner(const AttentionTuningSpec& spec, TunedKernel kernel, Device& device,
+                           const autotune::ProblemShape& shape, const autotune::TimingOptions& timing, uint64_t seed)
+      : kernel_(kernel), device_(device), timer_(device, timing) {
     HostAttention host;
     host.B = 1, host.T = shape["T"], host.S = shape["S"], host.N = host.K = shape["BN"], host.H = spec.head_dim;
     host.causal = spec.causal, host.dtype = spec.dtype, host.scale = 1 / std::sqrt(double(host.H));
@@ -32,49 +33,101 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
     input(host.q, q_, host.T);
     input(host.k, k_, host.S);
     input(host.v, v_, host.S);
-    reference_.emplace(host);
     AttentionOptions options;
     options.is_causal = spec.causal;
     options.return_logsumexp = true;
     problem_ = check_attention(OpArguments("attention"), *q_, *k_, *v_, options);
-    out_ = Tensor::empty(device, spec.dtype, problem_->q_shape());
-    lse_ = Tensor::empty(device, DType::f32, problem_->logsumexp_shape());
+    const AttentionConfigs heuristic = choose_configs(spec.dtype, spec.head_dim);
+    Tensor out = Tensor::empty(device, spec.dtype, problem_->q_shape());
+    Tensor lse = Tensor::empty(device, DType::f32, problem_->logsumexp_shape());
+    if (kernel == TunedKernel::forward) {
+      forward_reference_.emplace(host);
+    } else {
+      std::optional<Tensor> dout;
+      input(host.dout, dout, host.T);
+      Stream& s = device.default_stream();
+      launch_forward(*problem_, heuristic.forward, out, &lse, s);
+      auto rows = [&] { return Tensor::empty(device, DType::f32, problem_->logsumexp_shape()); };
+      buffers_.emplace(BackwardBuffers{out, *dout, lse, contiguous_sequence_strides(problem_->q_shape()),
+                                       contiguous_sequence_strides(problem_->q_shape()), rows(), rows(), rows(),
+                                       Tensor::empty(device, DType::i32, {1, host.N}),
+                                       Tensor::empty(device, spec.dtype, problem_->q_shape()),
+                                       Tensor::empty(device, spec.dtype, problem_->kv_shape()),
+                                       Tensor::empty(device, spec.dtype, problem_->kv_shape())});
+      launch_backward_rows(*problem_, heuristic.preprocess, *buffers_, s);
+      s.synchronize();
+      backward_reference_.emplace(host);
+    }
+    out_ = out, lse_ = lse;
   }
 
   const DeviceInfo& device() const override { return device_.info(); }
 
   KernelReport prepare(const autotune::Config& config) override {
-    return prepare_forward(*problem_, kernel_config_of(config), *out_, &*lse_, device_);
+    const KernelConfig c = kernel_config_of(config);
+    switch (kernel_) {
+      case TunedKernel::forward: return prepare_forward(*problem_, c, *out_, &*lse_, device_);
+      case TunedKernel::dkdv: return prepare_dkdv(*problem_, c, *buffers_, device_);
+      case TunedKernel::dq: return prepare_dq(*problem_, c, *buffers_, device_);
+    }
+    fail("attention tuning: unknown kernel");
   }
 
   autotune::Measurement measure(const autotune::Config& config) override {
     const KernelConfig c = kernel_config_of(config);
-    auto launch = [&](Stream& s) { launch_forward(*problem_, c, *out_, &*lse_, s); };
+    auto launch = [&](Stream& s) {
+      switch (kernel_) {
+        case TunedKernel::forward: return launch_forward(*problem_, c, *out_, &*lse_, s);
+        case TunedKernel::dkdv: return launch_dkdv(*problem_, c, *buffers_, s);
+        case TunedKernel::dq: return launch_dq(*problem_, c, *buffers_, s);
+      }
+    };
     Stream& s = device_.default_stream();
-    out_->fill_bytes(0xff);  // NaN in every float format
-    lse_->fill_bytes(0xff);
+    for (Tensor* output : outputs()) output->fill_bytes(0xff);  // NaN in every float format
     launch(s);
     s.synchronize();
-    ErrorTally tally = reference_->check(download_values(*out_), download_values(*lse_));
+    ErrorTally tally = check();
     if (!tally.ok) return {false, fmt::format("max error {:.3g} on sampled rows", tally.max_abs_error), 0};
     return {true, "", timer_.median_ms(launch)};
   }
 
  private:
+  std::vector<Tensor*> outputs() {
+    switch (kernel_) {
+      case TunedKernel::forward: return {&*out_, &*lse_};
+      case TunedKernel::dkdv: return {&buffers_->dk, &buffers_->dv};
+      case TunedKernel::dq: return {&buffers_->dq};
+    }
+    return {};
+  }
+
+  ErrorTally check() const {
+    switch (kernel_) {
+      case TunedKernel::forward: return forward_reference_->check(download_values(*out_), download_values(*lse_));
+      case TunedKernel::dkdv:
+        return backward_reference_->check_dkdv(download_values(buffers_->dk), download_values(buffers_->dv));
+      case TunedKernel::dq: return backward_reference_->check_dq(download_values(buffers_->dq));
+    }
+    return {};
+  }
+
+  TunedKernel kernel_;
   Device& device_;
   autotune::LaunchTimer timer_;
-  std::optional<SampledForward> reference_;
+  std::optional<SampledForward> forward_reference_;
+  std::optional<SampledBackward> backward_reference_;
   std::optional<Tensor> q_, k_, v_, out_, lse_;
   std::optional<AttentionProblem> problem_;  // refers to q_, k_ and v_
+  std::optional<BackwardBuffers> buffers_;   // for a backward kernel: its inputs and outputs
 };
 
 }  // namespace
 
-std::unique_ptr<autotune::CandidateRunner> make_attention_runner(const AttentionTuningSpec& spec, Device& device,
-                                                                 const autotune::ProblemShape& shape,
+std::unique_ptr<autotune::CandidateRunner> make_attention_runner(const AttentionTuningSpec& spec, TunedKernel kernel,
+                                                                 Device& device, const autotune::ProblemShape& shape,
                                                                  const autotune::TimingOptions& timing,
                                                                  uint64_t seed) {
-  return std::make_unique<AttentionCandidateRunner>(spec, device, shape, timing, seed);
+  return std::make_unique<AttentionCandidateRunner>(spec, kernel, device, shape, timing, seed);
 }
 
 }  // namespace tilejit::ops::attention_detail

@@ -1,7 +1,8 @@
-// Runs the attention forward's tuning candidates (autotune/candidate_runner.h) through the
-// op's launch path on one problem of the tuned shape: random q, k, v of one batch with BN
-// heads, poisoned outputs (out and logsumexp) checked on sampled rows (host_reference.h) once
-// per config, then timed.
+// Runs the attention kernels' tuning candidates (autotune/candidate_runner.h) through the op's
+// launch path on one problem of the tuned shape: random q, k, v (and dout) of one batch with
+// BN heads; for a backward kernel, its inputs computed once with the heuristic configs; the
+// kernel's poisoned outputs (out and logsumexp; dk and dv; dq) checked on sampled rows
+// (host_reference.h) once per config, then timed.
 #pragma once
 
 #include <memory>
@@ -12,8 +13,8 @@
 
 namespace tilejit::ops::attention_detail {
 
-std::unique_ptr<autotune::CandidateRunner> make_attention_runner(const AttentionTuningSpec& spec, Device& device,
-                                                                 const autotune::ProblemShape& shape,
+std::unique_ptr<autotune::CandidateRunner> make_attention_runner(const AttentionTuningSpec& spec, TunedKernel kernel,
+                                                                 Device& device, const autotune::ProblemShape& shape,
                                                                  const autotune::TimingOptions& timing,
                                                                  uint64_t seed);
 

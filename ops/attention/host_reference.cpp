@@ -35,6 +35,11 @@ void ErrorTally::add(double got, double want, double terms, const Tolerance& tol
   ok = ok && e <= tolerance.atol + tolerance.rtol * terms;
 }
 
+void ErrorTally::merge(const ErrorTally& other) {
+  ok = ok && other.ok;
+  max_abs_error = std::max(max_abs_error, other.max_abs_error);
+}
+
 std::vector<int64_t> spread(int64_t n, int64_t count) {
   std::vector<int64_t> out;
   for (int64_t i = 0; i < std::min(n, count); ++i) out.push_back(i * n / std::min(n, count));
@@ -70,6 +75,91 @@ ErrorTally SampledForward::check(const std::vector<double>& out, const std::vect
       tally.add(out[size_t(((row.b * T_ + row.t) * N_ + row.n) * H_ + h)], row.out[size_t(h)], row.terms[size_t(h)],
                 tolerance_);
   }
+  return tally;
+}
+
+SampledBackward::SampledBackward(const HostAttention& p) : tolerance_(attention_tolerance(p.dtype)) {
+  const int64_t G = p.N / p.K;
+  const std::vector<int64_t> checked_rows = spread(p.T, 32), checked_keys = spread(p.S, 32);
+  for (int64_t pair : spread(p.B * p.K, 2)) {
+    const int64_t b = pair / p.K, kv_head = pair % p.K;
+    // Every row of the group's heads: its weights at the checked keys, dp there, delta.
+    struct Row {
+      std::vector<double> p, dp;  // over the checked keys (every key for the checked rows)
+      double delta = 0, delta_terms = 0;
+    };
+    std::vector<Row> all(size_t(G * p.T));
+    autotune::run_in_parallel(all.size(), 0, [&](size_t i) {
+      std::vector<double> weights;
+      const int64_t n = kv_head * G + int64_t(i) / p.T, t = int64_t(i) % p.T;
+      p.softmax_row(b, n, t, weights);
+      Row& row = all[i];
+      bool every_key = std::binary_search(checked_rows.begin(), checked_rows.end(), t);
+      for (int64_t h = 0; h < p.H; ++h) {
+        double o = 0;
+        for (int64_t s = 0; s < p.S; ++s) o += weights[size_t(s)] * p.v_at(b, s, n, h);
+        row.delta += p.dout_at(b, t, n, h) * o, row.delta_terms += std::fabs(p.dout_at(b, t, n, h) * o);
+      }
+      for (int64_t s = 0; s < p.S; ++s) {
+        if (!every_key && !std::binary_search(checked_keys.begin(), checked_keys.end(), s)) continue;
+        double dp = 0;
+        for (int64_t h = 0; h < p.H; ++h) dp += p.dout_at(b, t, n, h) * p.v_at(b, s, n, h);
+        row.p.push_back(weights[size_t(s)]), row.dp.push_back(dp);
+      }
+    });
+
+    // ds = p (dp - delta) at kept keys; a causally masked logit passes no gradient.
+    auto gradient = [&](const Row& row, size_t i, int64_t t, int64_t s, double& terms) {
+      terms = row.p[i] * (std::fabs(row.dp[i]) + row.delta_terms) * p.scale;
+      return p.causal && s > t ? 0.0 : row.p[i] * (row.dp[i] - row.delta) * p.scale;
+    };
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t t : checked_rows) {
+        const int64_t n = kv_head * G + g;
+        const Row& row = all[size_t(g * p.T + t)];
+        for (int64_t h = 0; h < p.H; ++h) {
+          double sum = 0, terms = 0, ds_terms = 0;
+          for (int64_t s = 0; s < p.S; ++s) {
+            double ds = gradient(row, size_t(s), t, s, ds_terms);
+            sum += ds * p.k_at(b, s, n, h), terms += ds_terms * std::fabs(p.k_at(b, s, n, h));
+          }
+          dq_.push_back({size_t(((b * p.T + t) * p.N + n) * p.H + h), sum, terms});
+        }
+      }
+    for (size_t key = 0; key < checked_keys.size(); ++key) {
+      const int64_t s = checked_keys[key];
+      for (int64_t h = 0; h < p.H; ++h) {
+        double dk_sum = 0, dk_terms = 0, dv_sum = 0, dv_terms = 0, ds_terms = 0;
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t t = 0; t < p.T; ++t) {
+            const int64_t n = kv_head * G + g;
+            const Row& row = all[size_t(g * p.T + t)];
+            bool every_key = std::binary_search(checked_rows.begin(), checked_rows.end(), t);
+            size_t i = every_key ? size_t(s) : key;
+            double ds = gradient(row, i, t, s, ds_terms);
+            dk_sum += ds * p.q_at(b, t, n, h), dk_terms += ds_terms * std::fabs(p.q_at(b, t, n, h));
+            double x = row.p[i] * p.dout_at(b, t, n, h);
+            dv_sum += x, dv_terms += std::fabs(x);
+          }
+        size_t at = size_t(((b * p.S + s) * p.K + kv_head) * p.H + h);
+        dk_.push_back({at, dk_sum, dk_terms});
+        dv_.push_back({at, dv_sum, dv_terms});
+      }
+    }
+  }
+}
+
+ErrorTally SampledBackward::check(const std::vector<Expected>& expected, const std::vector<double>& got) const {
+  ErrorTally tally;
+  for (const Expected& e : expected) tally.add(got[e.at], e.want, e.terms, tolerance_);
+  return tally;
+}
+
+ErrorTally SampledBackward::check_dq(const std::vector<double>& dq) const { return check(dq_, dq); }
+
+ErrorTally SampledBackward::check_dkdv(const std::vector<double>& dk, const std::vector<double>& dv) const {
+  ErrorTally tally = check(dk_, dk);
+  tally.merge(check(dv_, dv));
   return tally;
 }
 

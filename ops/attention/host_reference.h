@@ -16,6 +16,7 @@ struct HostAttention {
   double scale = 1;
   DType dtype = DType::bf16;     // of the inputs: masked logits are masked_logit(dtype)
   std::vector<double> q, k, v;   // the inputs' values
+  std::vector<double> dout;      // the output's gradient (B, T, N, H), for the backward pass
 
   double q_at(int64_t b, int64_t t, int64_t n, int64_t h) const { return q[size_t(((b * T + t) * N + n) * H + h)]; }
   // Key and value s of query head n (read from kv head n / (N / K)).
@@ -24,6 +25,9 @@ struct HostAttention {
   }
   double v_at(int64_t b, int64_t s, int64_t n, int64_t h) const {
     return v[size_t(((b * S + s) * K + n / (N / K)) * H + h)];
+  }
+  double dout_at(int64_t b, int64_t t, int64_t n, int64_t h) const {
+    return dout[size_t(((b * T + t) * N + n) * H + h)];
   }
   // The softmax weights of row (b, n, t) over every key into `weights`; returns its logsumexp.
   double softmax_row(int64_t b, int64_t n, int64_t t, std::vector<double>& weights) const;
@@ -43,6 +47,7 @@ struct ErrorTally {
   bool ok = true;
   double max_abs_error = 0;
   void add(double got, double want, double terms, const Tolerance& tolerance);
+  void merge(const ErrorTally& other);
 };
 
 // Up to `count` distinct indices spread over [0, n), the last one among them.
@@ -65,6 +70,26 @@ class SampledForward {
   int64_t T_, N_, H_;
   Tolerance tolerance_;
   std::vector<Row> rows_;
+};
+
+// The backward pass's gradients on sampled rows and keys, computed once (on every host
+// thread) and checked against any number of results: dq on up to 32 query rows and dk, dv on
+// up to 32 keys, of up to two (batch, kv head) pairs and every query head of their groups.
+class SampledBackward {
+ public:
+  explicit SampledBackward(const HostAttention& p);
+  // `dq` (B, T, N, H); `dk` and `dv` (B, S, K, H), as values.
+  ErrorTally check_dq(const std::vector<double>& dq) const;
+  ErrorTally check_dkdv(const std::vector<double>& dk, const std::vector<double>& dv) const;
+
+ private:
+  struct Expected {
+    size_t at;           // the element's index in its tensor
+    double want, terms;  // its value and the sum of its terms' magnitudes
+  };
+  ErrorTally check(const std::vector<Expected>& expected, const std::vector<double>& got) const;
+  Tolerance tolerance_;
+  std::vector<Expected> dq_, dk_, dv_;
 };
 
 }  // namespace tilejit::ops::attention_detail

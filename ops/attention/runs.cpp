@@ -7,7 +7,6 @@
 #include <cmath>
 #include <random>
 
-#include "autotune/parallel.h"
 #include "ops/attention/host_reference.h"
 #include "ops/attention/kernel_arguments.h"
 #include "ops/attention/launch.h"
@@ -26,13 +25,9 @@ constexpr DType kDtype = DType::bf16;
 // A run's problem: the inputs on the host (as doubles) and on the device.
 struct RunProblem {
   HostAttention host;
-  std::vector<double> dout;
   std::optional<Tensor> tq, tk, tv, tdout;
   AttentionOptions options;
 
-  double dout_at(int64_t b, int64_t t, int64_t n, int64_t h) const {
-    return dout[size_t(((b * host.T + t) * host.N + n) * host.H + h)];
-  }
   std::string describe() const {
     return fmt::format("B={} T={} S={} N={} K={} H={}{} bf16", host.B, host.T, host.S, host.N, host.K, host.H,
                        host.causal ? " causal" : "");
@@ -73,7 +68,7 @@ RunProblem make_problem(const std::string& op, Device& device, const ExampleOpti
   input(p.q, run.tq, {p.B, p.T, p.N, p.H});
   input(p.k, run.tk, {p.B, p.S, p.K, p.H});
   input(p.v, run.tv, {p.B, p.S, p.K, p.H});
-  input(run.dout, run.tdout, {p.B, p.T, p.N, p.H});
+  input(p.dout, run.tdout, {p.B, p.T, p.N, p.H});
   return run;
 }
 
@@ -116,7 +111,7 @@ ExampleRun run_attention_backward(Device& device, const ExampleOptions& options)
   AttentionProblem problem =
       check_attention(OpArguments("attention_backward"), *run.tq, *run.tk, *run.tv, run.options);
   const HostAttention& p = run.host;
-  const AttentionConfigs configs = choose_configs(kDtype, p.H);
+  const AttentionConfigs configs = backward_call_configs(problem, device);
   auto rows = [&] { return Tensor::empty(device, DType::f32, problem.logsumexp_shape()); };
   BackwardBuffers buffers{Tensor::empty(device, kDtype, problem.q_shape()),
                           *run.tdout,
@@ -137,78 +132,9 @@ ExampleRun run_attention_backward(Device& device, const ExampleOptions& options)
   r.flops = 2.5 * run.forward_flops();
   time_launches(r, device, [&](Stream& s) { launch_backward(problem, configs, buffers, s); });
 
-  const std::vector<double> dq = download_values(buffers.dq), dk = download_values(buffers.dk);
-  const std::vector<double> dv = download_values(buffers.dv);
-  const int64_t G = p.N / p.K;
-  const Tolerance tolerance = attention_tolerance(kDtype);
-  ErrorTally tally;
-  const std::vector<int64_t> checked_rows = spread(p.T, 32), checked_keys = spread(p.S, 32);
-  for (int64_t pair : spread(p.B * p.K, 2)) {
-    const int64_t b = pair / p.K, kv_head = pair % p.K;
-    // Every row of the group's heads: its weights at the checked keys, dp there, delta.
-    struct Row {
-      std::vector<double> p, dp;  // over the checked keys (every key for the checked rows)
-      double delta = 0, delta_terms = 0;
-    };
-    std::vector<Row> all(size_t(G * p.T));
-    autotune::run_in_parallel(all.size(), 0, [&](size_t i) {
-      std::vector<double> weights;
-      const int64_t n = kv_head * G + int64_t(i) / p.T, t = int64_t(i) % p.T;
-      p.softmax_row(b, n, t, weights);
-      Row& row = all[i];
-      bool every_key = std::binary_search(checked_rows.begin(), checked_rows.end(), t);
-      for (int64_t h = 0; h < p.H; ++h) {
-        double o = 0;
-        for (int64_t s = 0; s < p.S; ++s) o += weights[size_t(s)] * p.v_at(b, s, n, h);
-        row.delta += run.dout_at(b, t, n, h) * o, row.delta_terms += std::fabs(run.dout_at(b, t, n, h) * o);
-      }
-      for (int64_t s = 0; s < p.S; ++s) {
-        if (!every_key && !std::binary_search(checked_keys.begin(), checked_keys.end(), s)) continue;
-        double dp = 0;
-        for (int64_t h = 0; h < p.H; ++h) dp += run.dout_at(b, t, n, h) * p.v_at(b, s, n, h);
-        row.p.push_back(weights[size_t(s)]), row.dp.push_back(dp);
-      }
-    });
-
-    // ds = p (dp - delta) at kept keys; a causally masked logit passes no gradient.
-    auto gradient = [&](const Row& row, size_t i, int64_t t, int64_t s, double& terms) {
-      terms = row.p[i] * (std::fabs(row.dp[i]) + row.delta_terms) * p.scale;
-      return p.causal && s > t ? 0.0 : row.p[i] * (row.dp[i] - row.delta) * p.scale;
-    };
-    for (int64_t g = 0; g < G; ++g)
-      for (int64_t t : checked_rows) {
-        const int64_t n = kv_head * G + g;
-        const Row& row = all[size_t(g * p.T + t)];
-        for (int64_t h = 0; h < p.H; ++h) {
-          double sum = 0, terms = 0, ds_terms = 0;
-          for (int64_t s = 0; s < p.S; ++s) {
-            double ds = gradient(row, size_t(s), t, s, ds_terms);
-            sum += ds * p.k_at(b, s, n, h), terms += ds_terms * std::fabs(p.k_at(b, s, n, h));
-          }
-          tally.add(dq[size_t(((b * p.T + t) * p.N + n) * p.H + h)], sum, terms, tolerance);
-        }
-      }
-    for (size_t key = 0; key < checked_keys.size(); ++key) {
-      const int64_t s = checked_keys[key];
-      for (int64_t h = 0; h < p.H; ++h) {
-        double dk_sum = 0, dk_terms = 0, dv_sum = 0, dv_terms = 0, ds_terms = 0;
-        for (int64_t g = 0; g < G; ++g)
-          for (int64_t t = 0; t < p.T; ++t) {
-            const int64_t n = kv_head * G + g;
-            const Row& row = all[size_t(g * p.T + t)];
-            bool every_key = std::binary_search(checked_rows.begin(), checked_rows.end(), t);
-            size_t i = every_key ? size_t(s) : key;
-            double ds = gradient(row, i, t, s, ds_terms);
-            dk_sum += ds * p.q_at(b, t, n, h), dk_terms += ds_terms * std::fabs(p.q_at(b, t, n, h));
-            double x = row.p[i] * run.dout_at(b, t, n, h);
-            dv_sum += x, dv_terms += std::fabs(x);
-          }
-        size_t at = size_t(((b * p.S + s) * p.K + kv_head) * p.H + h);
-        tally.add(dk[at], dk_sum, dk_terms, tolerance);
-        tally.add(dv[at], dv_sum, dv_terms, tolerance);
-      }
-    }
-  }
+  const SampledBackward reference(p);
+  ErrorTally tally = reference.check_dq(download_values(buffers.dq));
+  tally.merge(reference.check_dkdv(download_values(buffers.dk), download_values(buffers.dv)));
   record(tally, r);
   return r;
 }

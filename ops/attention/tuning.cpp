@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,73 +18,132 @@ using autotune::ProblemShape;
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Live values per thread: the f32 accumulator (BLOCK_M, H) and logits (BLOCK_M, BLOCK_N), and
-// the q tile, packed two to a register for 16-bit inputs, split in two for tf32x3.
-double values_per_thread(const AttentionTuningSpec& spec, const Config& c) {
-  const double q_share = spec.dtype == DType::f32 ? 2.0 : 0.5;
-  const double bm = double(c["BLOCK_M"]), h = double(padded_head_dim(spec.head_dim));
-  return (bm * h * (1 + q_share) + bm * double(c["BLOCK_N"])) / (32.0 * double(c["num_warps"]));
+// A program's rows (queries for the forward and dq, keys for dk / dv) and the rows it steps
+// over (keys, or queries), in a config.
+int64_t program_rows(TunedKernel kernel, const Config& c) {
+  return kernel == TunedKernel::dkdv ? c["BLOCK_N"] : c["BLOCK_M"];
+}
+int64_t step_rows(TunedKernel kernel, const Config& c) {
+  return kernel == TunedKernel::dkdv ? c["BLOCK_M"] : c["BLOCK_N"];
 }
 
-// Query blocks of 16 to 128 rows, key blocks of 16 to 128, head-dim chunks up to the padded
-// head dim; at most 128 live values per thread (more spill).
-autotune::ConfigSpace space_of(const AttentionTuningSpec& spec) {
+// Live values per thread: the f32 accumulators of the program's rows (one for the forward and
+// dq, dk and dv for dk / dv), its resident operands (q; q and dout; k and v), packed two to a
+// register for 16-bit inputs, and the f32 (rows, step) tiles (the logits; p and dp in the
+// backward). The heuristic's configs (config.h), which assemble without spills, all fit.
+double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c) {
+  const double share = spec.dtype == DType::f32 ? 1.0 : 0.5;
+  const double rows = double(program_rows(kernel, c)), h = double(padded_head_dim(spec.head_dim));
+  const double accumulators = kernel == TunedKernel::dkdv ? 2 : 1;
+  const double operands = kernel == TunedKernel::forward ? 1 : 2, tiles = kernel == TunedKernel::forward ? 1 : 2;
+  return (rows * h * (accumulators + operands * share) + tiles * rows * double(step_rows(kernel, c))) /
+         (32.0 * double(c["num_warps"]));
+}
+
+// Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim; at most 128
+// live values per thread (more spill).
+autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& spec) {
   autotune::ConfigSpace space;
   space.add("BLOCK_M", {16, 32, 64, 128}).add("BLOCK_N", {16, 32, 64, 128}).add("num_warps", {4, 8});
   space.add("HEAD_CHUNK", {16, 32, 64, 128});
   const int64_t padded = padded_head_dim(spec.head_dim);
   space.require(fmt::format("HEAD_CHUNK <= {} (the padded head dim)", padded),
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
-  space.require("at most 128 live values per thread", [spec](const Config& c, const ProblemShape&) {
-    return values_per_thread(spec, c) <= 128;
+  space.require("at most 128 live values per thread", [kernel, spec](const Config& c, const ProblemShape&) {
+    return values_per_thread(kernel, spec, c) <= 128;
   });
   return space;
 }
 
-// The launch a config makes: every program reads its kv head's keys and values up to its last
-// kept block (about half of them when causal) and multiplies them with its query block twice.
-autotune::LaunchWork work_of(const AttentionTuningSpec& spec, const Config& c, const ProblemShape& s) {
-  const int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], h = padded_head_dim(spec.head_dim);
-  const int64_t programs = cdiv(s["T"], bm) * s["BN"];
+// The launch a config makes: a program per block of its rows (queries, or keys for dk / dv)
+// of every head reads the other side's rows up to its last kept block (about half of them when
+// causal), two operands of H each, and multiplies with them: twice in the forward (q k^T, p v),
+// three times for dq (and dp = dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q).
+autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
+                             const ProblemShape& s) {
+  const int64_t rows = program_rows(kernel, c), step = step_rows(kernel, c), h = padded_head_dim(spec.head_dim);
+  const bool by_keys = kernel == TunedKernel::dkdv;
+  const int64_t programs = cdiv(by_keys ? s["S"] : s["T"], rows) * s["BN"];
   const double kept = spec.causal ? 0.5 : 1.0, bytes = dtype_storage_bytes(spec.dtype);
-  const double keys = double(cdiv(s["S"], bn) * bn) * kept;
-  return {programs, int(c["num_warps"]), 4.0 * double(programs * bm * h) * keys,
-          bytes * (double(programs) * keys * double(2 * h) + 2.0 * double(s["BN"] * s["T"] * h)),
-          values_per_thread(spec, c)};
+  const double others = double(cdiv(by_keys ? s["T"] : s["S"], step) * step) * kept;
+  const double products = kernel == TunedKernel::forward ? 2 : kernel == TunedKernel::dq ? 3 : 4;
+  const double own_bytes = bytes * 2.0 * double(s["BN"] * (by_keys ? s["S"] : s["T"]) * h);
+  return {programs, int(c["num_warps"]), 2.0 * products * double(programs * rows * h) * others,
+          bytes * double(programs) * others * double(2 * h) + own_bytes, values_per_thread(kernel, spec, c)};
 }
 
-Config tuned_values(const KernelConfig& c) {
+// The constants `c` runs with for head dim `head_dim` (its head chunk at most the padded head dim).
+Config tuned_values(const KernelConfig& c, int64_t head_dim) {
   return Config{{{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"num_warps", c.num_warps},
-                 {"HEAD_CHUNK", c.head_chunk}}};
+                 {"HEAD_CHUNK", std::min(c.head_chunk, padded_head_dim(head_dim))}}};
 }
 
-autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec) {
+KernelConfig heuristic_config(TunedKernel kernel, const AttentionTuningSpec& spec) {
+  const AttentionConfigs configs = choose_configs(spec.dtype, spec.head_dim);
+  switch (kernel) {
+    case TunedKernel::forward: return configs.forward;
+    case TunedKernel::dkdv: return configs.dkdv;
+    case TunedKernel::dq: return configs.dq;
+  }
+  return configs.forward;
+}
+
+const char* op_name(TunedKernel kernel) {
+  switch (kernel) {
+    case TunedKernel::forward: return "ops.attention";
+    case TunedKernel::dkdv: return "ops.attention_dkdv";
+    case TunedKernel::dq: return "ops.attention_dq";
+  }
+  return "?";
+}
+
+autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKernel kernel) {
   autotune::TunableKernel op;
-  op.name = "ops.attention";
+  op.name = op_name(kernel);
   op.dims = {"BN", "T", "S"};
-  op.space = space_of(spec);
+  op.space = space_of(kernel, spec);
   op.bucketing.power_of_two("BN").power_of_two("T").power_of_two("S");
   op.dtypes = std::string(dtype_name(spec.dtype));
   op.layout = spec.layout();
-  op.work = [spec](const Config& c, const ProblemShape& s) { return work_of(spec, c, s); };
-  op.heuristic = [spec](const ProblemShape&, const DeviceInfo&) {
-    return tuned_values(choose_configs(spec.dtype, spec.head_dim).forward);
+  op.work = [spec, kernel](const Config& c, const ProblemShape& s) { return work_of(kernel, spec, c, s); };
+  op.heuristic = [spec, kernel](const ProblemShape&, const DeviceInfo&) {
+    return tuned_values(heuristic_config(kernel, spec), spec.head_dim);
   };
-  op.runner = [spec](Device& device, const ProblemShape& s, const autotune::TimingOptions& timing, uint64_t seed) {
-    return make_attention_runner(spec, device, s, timing, seed);
-  };
+  op.runner = [spec, kernel](Device& device, const ProblemShape& s, const autotune::TimingOptions& timing,
+                             uint64_t seed) { return make_attention_runner(spec, kernel, device, s, timing, seed); };
   return op;
 }
 
-// What a call's config depends on, compared as plain values.
+// What a call's config for one kernel depends on, compared as plain values.
 struct CallKey {
   const Device* device;
+  TunedKernel kernel;
   DType dtype;
   int64_t head_dim;
   bool causal;
   int64_t heads, q_len, kv_len;
   auto operator<=>(const CallKey&) const = default;
 };
+
+// The config `kernel` runs for a call of `p`: the tuning database's for its bucket, else the
+// heuristic's; remembered per exact shape.
+KernelConfig call_config(const AttentionProblem& p, TunedKernel kernel, Device& device) {
+  const std::optional<AttentionTuningSpec> spec = AttentionTuningSpec::of(p);
+  const int64_t heads = p.batch * p.heads;
+  if (!spec || heads * p.q_len * p.kv_len == 0)
+    return heuristic_config(kernel, AttentionTuningSpec{p.dtype, p.head_dim, false});
+  const CallKey key{&device, kernel, spec->dtype, spec->head_dim, spec->causal, heads, p.q_len, p.kv_len};
+  static std::mutex mutex;
+  static std::map<CallKey, KernelConfig> decided;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = decided.find(key); it != decided.end()) return it->second;
+  }
+  const ProblemShape shape{{{"BN", heads}, {"T", p.q_len}, {"S", p.kv_len}}};
+  std::optional<Config> config = autotune::tuned_bucket_config(attention_tunable(*spec, kernel), shape, device);
+  std::lock_guard lock(mutex);
+  return decided.emplace(key, config ? kernel_config_of(*config) : heuristic_config(kernel, *spec)).first->second;
+}
 
 }  // namespace
 
@@ -99,12 +159,13 @@ std::string AttentionTuningSpec::layout() const {
   return fmt::format("h{}{}", head_dim, causal ? "/causal" : "");
 }
 
-const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec) {
+const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec, TunedKernel kernel) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<autotune::TunableKernel>> tunables;
   std::lock_guard lock(mutex);
-  std::unique_ptr<autotune::TunableKernel>& op = tunables[fmt::format("{}/{}", dtype_name(spec.dtype), spec.layout())];
-  if (!op) op = std::make_unique<autotune::TunableKernel>(make_tunable(spec));
+  std::unique_ptr<autotune::TunableKernel>& op =
+      tunables[fmt::format("{}/{}/{}", op_name(kernel), dtype_name(spec.dtype), spec.layout())];
+  if (!op) op = std::make_unique<autotune::TunableKernel>(make_tunable(spec, kernel));
   return *op;
 }
 
@@ -116,21 +177,15 @@ KernelConfig kernel_config_of(const Config& config) {
 }
 
 KernelConfig forward_call_config(const AttentionProblem& p, Device& device) {
-  const KernelConfig heuristic = choose_configs(p.dtype, p.head_dim).forward;
-  const std::optional<AttentionTuningSpec> spec = AttentionTuningSpec::of(p);
-  const int64_t heads = p.batch * p.heads;
-  if (!spec || heads * p.q_len * p.kv_len == 0) return heuristic;
-  const CallKey key{&device, spec->dtype, spec->head_dim, spec->causal, heads, p.q_len, p.kv_len};
-  static std::mutex mutex;
-  static std::map<CallKey, KernelConfig> decided;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = decided.find(key); it != decided.end()) return it->second;
-  }
-  const ProblemShape shape{{{"BN", heads}, {"T", p.q_len}, {"S", p.kv_len}}};
-  std::optional<Config> config = autotune::tuned_bucket_config(attention_tunable(*spec), shape, device);
-  std::lock_guard lock(mutex);
-  return decided.emplace(key, config ? kernel_config_of(*config) : heuristic).first->second;
+  return call_config(p, TunedKernel::forward, device);
+}
+
+AttentionConfigs backward_call_configs(const AttentionProblem& p, Device& device) {
+  AttentionConfigs configs = choose_configs(p.dtype, p.head_dim);
+  configs.forward = call_config(p, TunedKernel::forward, device);
+  configs.dkdv = call_config(p, TunedKernel::dkdv, device);
+  configs.dq = call_config(p, TunedKernel::dq, device);
+  return configs;
 }
 
 }  // namespace tilejit::ops::attention_detail

@@ -1,7 +1,7 @@
-// The attention forward kernel as a tunable op (autotune/tunable.h), as gemm is
-// (ops/gemm/gemm_tuning.h). Results are kept per input dtype, head dim and whether the call is
-// causal, for shapes BN (batch x query heads), T (queries) and S (keys), bucketed by powers of
-// two. They serve calls without bias, mask, sequence lengths or local window, causal top-left
+// The attention kernels as tunable ops (autotune/tunable.h), as gemm is (ops/gemm/gemm_tuning.h):
+// the forward, and the backward's dk / dv and dq kernels. Results are kept per kernel, input
+// dtype, head dim and whether the call is causal, for shapes BN (batch x query heads), T
+// (queries) and S (keys), bucketed by powers of two. They serve calls without bias, mask, sequence lengths or local window, causal top-left
 // (or bottom-right with T == S) or not masked at all, with or without logsumexp; other calls,
 // and shapes nobody tuned, take the heuristic (config.h) unless TILEJIT_AUTOTUNE=1 tunes the
 // shape on first use. The database is asked once per bucket and process, and each shape's
@@ -9,7 +9,8 @@
 //
 // Candidates run through the op's own launch path on random inputs of the shape (one batch,
 // BN heads, contiguous), each checked once against a double-precision reference of sampled
-// rows (host_reference.h) before it is timed.
+// rows (host_reference.h) before it is timed; a backward kernel's inputs (the forward's output
+// and logsumexp, the row statistics) are computed once, with the heuristic configs.
 #pragma once
 
 #include <optional>
@@ -32,12 +33,19 @@ struct AttentionTuningSpec {
   std::string layout() const;  // "h128", "h128/causal"
 };
 
-// The tunable forward kernel for `spec`, made once per spec for the process; its dims are BN,
-// T and S; its constants BLOCK_M, BLOCK_N, num_warps and HEAD_CHUNK.
-const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec);
+// The tuned kernels: the forward, and the backward pass's dk / dv and dq kernels (each tuned
+// alone, the others at their heuristic configs; the backward's row statistics keep theirs).
+enum class TunedKernel { forward, dkdv, dq };
 
-// The forward config a call of `p` runs on `device`: tuned or heuristic, as above.
+// The tunable kernel for `spec`, made once per spec and kernel for the process; its dims are
+// BN, T and S; its constants BLOCK_M, BLOCK_N, num_warps and HEAD_CHUNK.
+const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec,
+                                                 TunedKernel kernel = TunedKernel::forward);
+
+// The config a call of `p` runs on `device`: tuned or heuristic, as above; for the forward,
+// and for every kernel of the backward pass (its forward config included).
 KernelConfig forward_call_config(const AttentionProblem& p, Device& device);
+AttentionConfigs backward_call_configs(const AttentionProblem& p, Device& device);
 
 // A tuned config as the kernels' config.
 KernelConfig kernel_config_of(const autotune::Config& config);

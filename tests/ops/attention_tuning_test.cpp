@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
@@ -106,6 +107,65 @@ TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   AttentionOptions with_bias = causal_options(true);
   with_bias.bias = Tensor::empty(device, DType::f32, {1, 1, 50, 60});
   EXPECT_EQ(constants(ad::forward_call_config(Call(c, with_bias).problem, device), 32), constants(heuristic, 32));
+}
+
+// dk / dv and dq are tuned alone, through their own launches on inputs made once; a call of
+// the backward pass runs both results, and its gradients are right with them.
+TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::bf16, 64, true};
+  const at::ProblemShape shape{{{"BN", 2}, {"T", 40}, {"S", 56}}};
+  std::map<ad::TunedKernel, ad::KernelConfig> tuned;
+  for (ad::TunedKernel kernel : {ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
+    const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
+    SCOPED_TRACE(op.name);
+    auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 11);
+    at::TuneOptions options;
+    options.top_k = 2;
+    at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+    ASSERT_TRUE(result.best.has_value());
+    for (const at::CandidateResult& c : result.candidates)
+      EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << c.config.str() << ": " << c.trial.detail;
+    tuned[kernel] = ad::kernel_config_of(result.best->config);
+  }
+  AttentionCase c = forward_case(DType::bf16, 2, 40, 56, 64, true);
+  c.backward = true;
+  const ad::AttentionConfigs configs = ad::backward_call_configs(Call(c, causal_options(true)).problem, device);
+  EXPECT_EQ(constants(configs.dkdv, 64), constants(tuned[ad::TunedKernel::dkdv], 64));
+  EXPECT_EQ(constants(configs.dq, 64), constants(tuned[ad::TunedKernel::dq], 64));
+  check_attention_case(c);
+
+  // Results unlike the heuristic's, stored for another bucket, are what its backward runs.
+  const at::ProblemShape other{{{"BN", 1}, {"T", 24}, {"S", 24}}};
+  const std::map<ad::TunedKernel, at::Config> stored = {
+      {ad::TunedKernel::dkdv, at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}}}},
+      {ad::TunedKernel::dq, at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}}}}};
+  for (auto& [kernel, config] : stored) {
+    const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
+    ASSERT_NE(config, op.heuristic_config(other, device.info()));
+    at::TuningDatabase::global().offer_best(at::TuningKey::of(op, other, device.info()), {config, 1e-6, other, 0, {}});
+  }
+  AttentionCase small = forward_case(DType::bf16, 1, 24, 24, 64, true);
+  small.backward = true;
+  const ad::AttentionConfigs served = ad::backward_call_configs(Call(small, causal_options(true)).problem, device);
+  EXPECT_EQ(constants(served.dkdv, 64), constants(ad::kernel_config_of(stored.at(ad::TunedKernel::dkdv)), 64));
+  EXPECT_EQ(constants(served.dq, 64), constants(ad::kernel_config_of(stored.at(ad::TunedKernel::dq)), 64));
+  check_attention_case(small);
+}
+
+// The heuristic's configs (which assemble without spills) lie in every tuning space, so tuning
+// can only find something at least as good.
+TEST(AttentionTuning, TheSpacesHoldTheHeuristicConfigs) {
+  for (DType dtype : {DType::bf16, DType::f16, DType::f32})
+    for (int64_t head_dim = 8; head_dim <= 256; head_dim += 8)
+      for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
+        const at::TunableKernel& op = ad::attention_tunable({dtype, head_dim, false}, kernel);
+        const at::ProblemShape shape{{{"BN", 8}, {"T", 1024}, {"S", 1024}}};
+        const at::Config heuristic = op.heuristic_config(shape, Device::by_name(kDevice).info());
+        EXPECT_FALSE(op.space.violated(heuristic, shape)) << op.name << " " << op.dtypes << " " << op.layout << ": "
+                                                          << heuristic.str() << " breaks "
+                                                          << op.space.violated(heuristic, shape).value_or("");
+      }
 }
 
 TEST(AttentionTuning, TuningCoversPlainCallsOnly) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bundles a build for the GPU machine (see GPU.md beside the project): the test, bench and
-# tool binaries, stripped, into .device/bin, and the Debian packages of every shared library
-# they need beyond glibc and libstdc++ into .device/debs (the GPU machine has none of them).
+# tool binaries, stripped, into .device/bin.tar.gz, and the Debian packages of every shared
+# library they need beyond glibc and libstdc++ into .device/debs (the GPU machine has none of
+# them). The binaries travel compressed (gzip: every machine unpacks it): with libLLVM's package the
+# bundle must stay under what one device command carries (64 MiB).
 # Run after ./scripts/setup.sh; then scripts/device/run_gpu.sh runs on the GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,4 +21,5 @@ libraries=$(ldd .device/bin/* | awk '/=> \// {print $3}' | sort -u |
             grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|ld-linux-x86-64|libpthread|libdl|librt)\.so')
 packages=$(for l in $libraries; do dpkg -S "$(readlink -f "$l")" 2>/dev/null || dpkg -S "$l"; done | cut -d: -f1 | sort -u)
 (cd .device/debs && rm -f ./*.deb && apt-get download $packages >/dev/null)
-du -sh .device/bin .device/debs
+tar -C .device -czf .device/bin.tar.gz bin && rm -rf .device/bin
+du -sh .device/bin.tar.gz .device/debs

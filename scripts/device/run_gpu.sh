@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/environment.sh
-ldd .device/bin/* | grep 'not found' | sort -u | tee "$out/missing_libraries.txt"
+ldd $b/* | grep 'not found' | sort -u | tee "$out/missing_libraries.txt"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv | tee "$out/gpu.txt"
 run() {  # run NAME COMMAND...: logs to $out/NAME.log, prints the tail
   local name="$1"; shift

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config python3
   llvm-22-dev libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libsqlite3-dev
   libboost-context-dev libdlpack-dev googletest libgtest-dev libbenchmark-dev
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the project root with .device/ carried over (environment.sh sets
-# it up): runs the gpu tests, the emulator tests, the runtime, autotune and collectives
-# benchmarks, the CLI and the examples against the GPU. Logs go to $OUT (or .device/out).
+# it up): runs the gpu tests, the emulator tests, the runtime, autotune, gemm and collectives
+# benchmarks, the Python peers of attention and scaled_dot, the CLI and the examples against
+# the GPU. Logs go to $OUT (or .device/out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/environment.sh
@@ -34,4 +35,6 @@ run autotune_bench env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_fil
 # The cost model's top 8 against every config of the space, once per shape (each is minutes).
 run autotune_exhaustive $b/autotune_bench --benchmark_filter='BM_TopKAgainstExhaustive/.*cuda'
 run gemm_bench $b/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+# Attention and scaled_dot against PyTorch and JAX on this GPU, in the same run.
+run peers python3 bench/peers.py --tilejit $b/tilejit --json "$out/peers.json"
 run collectives_bench $b/collectives_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

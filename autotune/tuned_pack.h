@@ -1,8 +1,10 @@
 // What a pack of tuned kernels holds (`tilejit cache pack --tuned-only`): every best config
 // of a cache's tuning database and the kernel cache entries those configs were built into,
 // and nothing else: not the trials, not the kernels of the candidates that lost. An
-// application that loads it runs each tuned shape with no compiler work, from a file a
-// fraction of the whole cache's size.
+// application that loads it finds the tuned config and the kernels the tuned candidate's
+// build named (an op's runner names the kernels a call runs beside it) with no compiler work,
+// from a file a fraction of the whole cache's size; a call that specializes differently (other
+// strides or alignment than the tuning problem's) still compiles its own.
 #pragma once
 
 #include <set>
@@ -18,7 +20,7 @@ struct TunedEntries {
   int kernel_entries = 0;            // kernel entries named and present
   int results_without_kernels = 0;   // best configs that name none (tuned on the emulator, or
                                      // by a tilejit that did not record them)
-  int missing_kernel_entries = 0;    // named but no longer in the cache (cleared since)
+  int missing_kernel_entries = 0;    // distinct entries named but no longer in the cache
 };
 
 // Reads the cache's own entries (not its packs').

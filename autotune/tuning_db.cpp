@@ -129,8 +129,13 @@ BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& ca
   cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
     if (current)
       if (auto existing = decode_best(*current); existing && existing->ms <= stored.ms) {
+        // The same config built again names the kernel entries a record from before they were
+        // kept lacks.
+        const bool adds_entries = existing->config == stored.config && existing->kernel_entries.empty() &&
+                                  !stored.kernel_entries.empty();
+        if (adds_entries) existing->kernel_entries = stored.kernel_entries;
         stored = *existing;
-        return std::nullopt;
+        return adds_entries ? std::optional<std::string>(encode_best(stored)) : std::nullopt;
       }
     return encode_best(stored);
   });

@@ -50,9 +50,9 @@ void BM_TuneOneShape(benchmark::State& state, const std::string& op, const std::
   state.SetLabel(fmt::format("{} on {}", shape.str(), device.info().name));
 }
 ProblemShape gemm_shape(int64_t size) { return ProblemShape{{{"M", size}, {"N", size}, {"K", size}}}; }
-// Batch x heads, queries, keys.
+// Batch x query heads (one kv head each), queries, keys.
 ProblemShape attention_shape(int64_t heads, int64_t tokens) {
-  return ProblemShape{{{"BN", heads}, {"T", tokens}, {"S", tokens}}};
+  return ProblemShape{{{"BN", heads}, {"G", 1}, {"T", tokens}, {"S", tokens}}};
 }
 
 BENCHMARK_CAPTURE(BM_TuneOneShape, example_gemm_emu_128, std::string("gemm"), std::string("emu"), gemm_shape(128))

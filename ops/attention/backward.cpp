@@ -29,7 +29,7 @@ NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffe
 namespace {
 
 // One backward kernel of `p` with its arguments (`outputs` added to the common ones), bound to
-// `config`, and its grid of `blocks` blocks of `heads` heads.
+// `config`, and its grid: `rows` rows in blocks of `block`, for each of `heads` heads.
 struct BackwardLaunch {
   NamedArguments args;
   BoundKernel kernel;
@@ -62,16 +62,23 @@ BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, 
                          p.batch * p.heads, {{"dq", &buffers.dq}});
 }
 
+BackwardLaunch rows_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
+  return backward_launch(p, buffers, "attention_backward_rows", backward_rows_kernel, config, p.q_len, config.block_m,
+                         p.batch * p.heads, {});
+}
+
 }  // namespace
 
 void launch_backward_rows(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                           Stream& stream) {
   if (p.batch * p.heads == 0) return;
   stream.device().memset_async(buffers.close_rows.data(), 0, static_cast<size_t>(buffers.close_rows.bytes()), stream);
-  if (p.q_len > 0)
-    backward_launch(p, buffers, "attention_backward_rows", backward_rows_kernel, config, p.q_len, config.block_m,
-                    p.batch * p.heads, {})
-        .run(stream);
+  if (p.q_len > 0) rows_launch(p, config, buffers).run(stream);
+}
+
+KernelReport prepare_backward_rows(const AttentionProblem& p, const KernelConfig& config,
+                                   const BackwardBuffers& buffers, Device& device) {
+  return rows_launch(p, config, buffers).prepare(device);
 }
 
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,

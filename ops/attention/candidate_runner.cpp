@@ -22,29 +22,33 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
                            const autotune::ProblemShape& shape, const autotune::TimingOptions& timing, uint64_t seed)
       : kernel_(kernel), device_(device), timer_(device, timing) {
     HostAttention host;
-    host.B = 1, host.T = shape["T"], host.S = shape["S"], host.N = host.K = shape["BN"], host.H = spec.head_dim;
+    if (shape["G"] < 1 || shape["BN"] % shape["G"] != 0)
+      fail("attention tuning: BN = {} query heads do not make groups of G = {}", shape["BN"], shape["G"]);
+    host.B = 1, host.T = shape["T"], host.S = shape["S"], host.N = shape["BN"], host.K = shape["BN"] / shape["G"];
+    host.H = spec.head_dim;
     host.causal = spec.causal, host.dtype = spec.dtype, host.scale = 1 / std::sqrt(double(host.H));
     std::mt19937_64 rng(seed);
-    auto input = [&](std::vector<double>& values, std::optional<Tensor>& tensor, int64_t rows) {
-      std::vector<uint8_t> bytes = random_elements(spec.dtype, rows * host.N * host.H, rng);
+    auto input = [&](std::vector<double>& values, std::optional<Tensor>& tensor, int64_t rows, int64_t heads) {
+      std::vector<uint8_t> bytes = random_elements(spec.dtype, rows * heads * host.H, rng);
       values = host_values(spec.dtype, bytes);
-      tensor = upload_elements(device, spec.dtype, {1, rows, host.N, host.H}, bytes.data());
+      tensor = upload_elements(device, spec.dtype, {1, rows, heads, host.H}, bytes.data());
     };
-    input(host.q, q_, host.T);
-    input(host.k, k_, host.S);
-    input(host.v, v_, host.S);
+    input(host.q, q_, host.T, host.N);
+    input(host.k, k_, host.S, host.K);
+    input(host.v, v_, host.S, host.K);
     AttentionOptions options;
     options.is_causal = spec.causal;
     options.return_logsumexp = true;
     problem_ = check_attention(OpArguments("attention"), *q_, *k_, *v_, options);
-    const AttentionConfigs heuristic = choose_configs(spec.dtype, spec.head_dim);
+    heuristic_ = choose_configs(spec.dtype, spec.head_dim);
+    const AttentionConfigs& heuristic = heuristic_;
     Tensor out = Tensor::empty(device, spec.dtype, problem_->q_shape());
     Tensor lse = Tensor::empty(device, DType::f32, problem_->logsumexp_shape());
     if (kernel == TunedKernel::forward) {
       forward_reference_.emplace(host);
     } else {
       std::optional<Tensor> dout;
-      input(host.dout, dout, host.T);
+      input(host.dout, dout, host.T, host.N);
       Stream& s = device.default_stream();
       launch_forward(*problem_, heuristic.forward, out, &lse, s);
       auto rows = [&] { return Tensor::empty(device, DType::f32, problem_->logsumexp_shape()); };
@@ -63,14 +67,26 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
 
   const DeviceInfo& device() const override { return device_.info(); }
 
+  // The candidate's kernel, and beside it what a call runs with it (its cache entries join the
+  // report's, for a pack of tuned kernels): the forward without logsumexp; the backward's row
+  // statistics.
   KernelReport prepare(const autotune::Config& config) override {
     const KernelConfig c = kernel_config_of(config);
+    KernelReport report, beside;
     switch (kernel_) {
-      case TunedKernel::forward: return prepare_forward(*problem_, c, *out_, &*lse_, device_);
-      case TunedKernel::dkdv: return prepare_dkdv(*problem_, c, *buffers_, device_);
-      case TunedKernel::dq: return prepare_dq(*problem_, c, *buffers_, device_);
+      case TunedKernel::forward:
+        report = prepare_forward(*problem_, c, *out_, &*lse_, device_);
+        beside = prepare_forward(*problem_, c, *out_, nullptr, device_);
+        break;
+      case TunedKernel::dkdv:
+      case TunedKernel::dq:
+        report = kernel_ == TunedKernel::dkdv ? prepare_dkdv(*problem_, c, *buffers_, device_)
+                                              : prepare_dq(*problem_, c, *buffers_, device_);
+        beside = prepare_backward_rows(*problem_, heuristic_.preprocess, *buffers_, device_);
+        break;
     }
-    fail("attention tuning: unknown kernel");
+    report.cache_entries.insert(report.cache_entries.end(), beside.cache_entries.begin(), beside.cache_entries.end());
+    return report;
   }
 
   autotune::Measurement measure(const autotune::Config& config) override {
@@ -112,6 +128,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
   }
 
   TunedKernel kernel_;
+  AttentionConfigs heuristic_;  // the configs of the kernels not tuned here
   Device& device_;
   autotune::LaunchTimer timer_;
   std::optional<SampledForward> forward_reference_;

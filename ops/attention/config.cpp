@@ -35,7 +35,8 @@ std::vector<std::pair<std::string, int64_t>> KernelConfig::constants(int64_t hea
           {"BLOCK_N", block_n},
           {"HEAD_DIM", head_dim},
           {"HEAD_CHUNK", std::min(head_chunk, padded_head_dim(head_dim))},
-          {"num_warps", num_warps}};
+          {"num_warps", num_warps},
+          {"num_stages", num_stages}};
 }
 
 int64_t padded_head_dim(int64_t head_dim) {
@@ -45,19 +46,20 @@ int64_t padded_head_dim(int64_t head_dim) {
 }
 
 AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
-  // {block_m, block_n, num_warps, head_chunk} per padded head dim 16, 32, 64, 128, 256.
+  // {block_m, block_n, num_warps, head_chunk, num_stages} per padded head dim 16, 32, 64, 128,
+  // 256; one stage, which never adds registers (two are the tuner's to choose).
   static const KernelConfig forward16[] = {
-      {64, 32, 4, 16}, {128, 32, 8, 32}, {128, 32, 8, 64}, {64, 32, 8, 64}, {16, 32, 8, 64}};
+      {64, 32, 4, 16, 1}, {128, 32, 8, 32, 1}, {128, 32, 8, 64, 1}, {64, 32, 8, 64, 1}, {16, 32, 8, 64, 1}};
   static const KernelConfig query_blocks16[] = {
-      {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 64, 8, 64}, {64, 32, 8, 32}, {32, 32, 8, 64}};
+      {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {64, 32, 8, 32, 1}, {32, 32, 8, 64, 1}};
   static const KernelConfig dkdv16[] = {
-      {64, 64, 8, 64}, {64, 64, 8, 64}, {32, 64, 8, 32}, {32, 32, 8, 64}, {16, 32, 8, 64}};
+      {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {32, 64, 8, 32, 1}, {32, 32, 8, 64, 1}, {16, 32, 8, 64, 1}};
   static const KernelConfig forward32[] = {
-      {64, 32, 4, 16}, {64, 32, 8, 16}, {64, 32, 8, 16}, {32, 32, 8, 16}, {32, 16, 8, 32}};
+      {64, 32, 4, 16, 1}, {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig query_blocks32[] = {
-      {64, 32, 8, 16}, {64, 32, 8, 16}, {64, 32, 8, 16}, {32, 32, 8, 16}, {32, 16, 8, 32}};
+      {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig dkdv32[] = {
-      {32, 32, 8, 16}, {32, 32, 8, 16}, {16, 32, 8, 16}, {32, 32, 8, 16}, {16, 16, 8, 32}};
+      {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 32, 1}};
   const int row = table_row(padded_head_dim(head_dim));
   const bool wide = dtype == DType::f32;
   AttentionConfigs c;

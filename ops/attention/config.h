@@ -12,11 +12,16 @@
 namespace tilejit::ops::attention_detail {
 
 // One kernel's tiles: BLOCK_M query rows and BLOCK_N key rows per step, the head dim in
-// chunks of HEAD_CHUNK (kernel_tiles.h), HEAD_DIM = H.
+// chunks of HEAD_CHUNK (kernel_tiles.h), HEAD_DIM = H, and its warps and pipeline stages.
 struct KernelConfig {
   int64_t block_m = 64, block_n = 64;
   int num_warps = 4;
   int64_t head_chunk = 64;
+  // Blocks the loop pipeline keeps in flight (codegen/lowering/loop_pipeline.h): 1 loads each
+  // block when its step needs it; 2 copies the next block's operands while a step computes,
+  // for a shared-memory ring (and, in some kernels, registers that can spill: the tuner
+  // decides on the GPU).
+  int num_stages = 1;
   // The kernel constants for head dim `head_dim`.
   std::vector<std::pair<std::string, int64_t>> constants(int64_t head_dim) const;
 };

@@ -24,12 +24,14 @@ struct BackwardBuffers {
 // The three kernels in order: the row statistics (zeroing close_rows first), dk and dv, dq.
 void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
                      Stream& stream);
-// Each of them alone (dk / dv and dq read what the rows kernel wrote), and the builds that
-// dk / dv's and dq's launches run, with their compile reports.
+// Each of them alone (dk / dv and dq read what the rows kernel wrote), and the builds their
+// launches run, with their compile reports.
 void launch_backward_rows(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                           Stream& stream);
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers, Stream& stream);
 void launch_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers, Stream& stream);
+KernelReport prepare_backward_rows(const AttentionProblem& p, const KernelConfig& config,
+                                   const BackwardBuffers& buffers, Device& device);
 KernelReport prepare_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                           Device& device);
 KernelReport prepare_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,

@@ -126,7 +126,7 @@ ExampleRun run_attention_backward(Device& device, const ExampleOptions& options)
                           Tensor::empty(device, kDtype, problem.kv_shape()),
                           Tensor::empty(device, kDtype, problem.kv_shape())};
   for (Tensor* t : {&buffers.dq, &buffers.dk, &buffers.dv}) t->fill_bytes(0xff);
-  launch_forward(problem, configs.forward, buffers.out, &buffers.lse, device.default_stream());
+  launch_forward(problem, forward_call_config(problem, device), buffers.out, &buffers.lse, device.default_stream());
 
   ExampleRun r = start_run("attention_backward", run, device);
   r.flops = 2.5 * run.forward_flops();

@@ -14,7 +14,8 @@ namespace tilejit::ops {
 // 4 (batch, head) pairs, logsumexp included.
 ExampleRun run_attention(Device& device, const ExampleOptions& options);
 
-// The same problem through the backward kernels (the forward runs once, untimed): 2.5 times
+// The same problem through the backward kernels with the configs a call would run (the forward
+// runs once, untimed): 2.5 times
 // the forward's flops, as flash-attention benchmarks count it (five products of the forward's
 // two). The check covers dq for up to 32 query rows and dk, dv for up to 32 keys, of up to
 // two (batch, kv head) pairs.

@@ -40,12 +40,16 @@ double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, co
          (32.0 * double(c["num_warps"]));
 }
 
-// Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim; at most 128
-// live values per thread (more spill).
+// Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two
+// pipeline stages (16-bit inputs); at most 128 live values per thread (more spill). The cost model cannot tell
+// the stages apart, so each tile's two come next to each other in its ranking and the GPU's
+// timing decides.
 autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& spec) {
   autotune::ConfigSpace space;
   space.add("BLOCK_M", {16, 32, 64, 128}).add("BLOCK_N", {16, 32, 64, 128}).add("num_warps", {4, 8});
   space.add("HEAD_CHUNK", {16, 32, 64, 128});
+  // f32 operands are split for tf32x3 in registers: the pipeline has no loads to take over.
+  space.add("num_stages", spec.dtype == DType::f32 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2});
   const int64_t padded = padded_head_dim(spec.head_dim);
   space.require(fmt::format("HEAD_CHUNK <= {} (the padded head dim)", padded),
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
@@ -55,17 +59,19 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
   return space;
 }
 
-// The launch a config makes: a program per block of its rows (queries, or keys for dk / dv)
-// of every head reads the other side's rows up to its last kept block (about half of them when
-// causal), two operands of H each, and multiplies with them: twice in the forward (q k^T, p v),
-// three times for dq (and dp = dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q).
+// The launch a config makes: a program per block of its rows (queries of a query head, or keys
+// of a kv head for dk / dv, which visits the queries of its G heads) reads the other side's rows
+// up to its last kept block (about half of them when causal), two operands of H each, and
+// multiplies with them: twice in the forward (q k^T, p v), three times for dq (and dp =
+// dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q).
 autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
                              const ProblemShape& s) {
   const int64_t rows = program_rows(kernel, c), step = step_rows(kernel, c), h = padded_head_dim(spec.head_dim);
   const bool by_keys = kernel == TunedKernel::dkdv;
-  const int64_t programs = cdiv(by_keys ? s["S"] : s["T"], rows) * s["BN"];
+  const int64_t heads = by_keys ? s["BN"] / s["G"] : s["BN"];
+  const int64_t programs = cdiv(by_keys ? s["S"] : s["T"], rows) * heads;
   const double kept = spec.causal ? 0.5 : 1.0, bytes = dtype_storage_bytes(spec.dtype);
-  const double others = double(cdiv(by_keys ? s["T"] : s["S"], step) * step) * kept;
+  const double others = double(cdiv(by_keys ? s["T"] : s["S"], step) * step) * kept * double(by_keys ? s["G"] : 1);
   const double products = kernel == TunedKernel::forward ? 2 : kernel == TunedKernel::dq ? 3 : 4;
   const double own_bytes = bytes * 2.0 * double(s["BN"] * (by_keys ? s["S"] : s["T"]) * h);
   return {programs, int(c["num_warps"]), 2.0 * products * double(programs * rows * h) * others,
@@ -74,8 +80,11 @@ autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec
 
 // The constants `c` runs with for head dim `head_dim` (its head chunk at most the padded head dim).
 Config tuned_values(const KernelConfig& c, int64_t head_dim) {
-  return Config{{{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"num_warps", c.num_warps},
-                 {"HEAD_CHUNK", std::min(c.head_chunk, padded_head_dim(head_dim))}}};
+  return Config{{{"BLOCK_M", c.block_m},
+                 {"BLOCK_N", c.block_n},
+                 {"num_warps", c.num_warps},
+                 {"HEAD_CHUNK", std::min(c.head_chunk, padded_head_dim(head_dim))},
+                 {"num_stages", c.num_stages}}};
 }
 
 KernelConfig heuristic_config(TunedKernel kernel, const AttentionTuningSpec& spec) {
@@ -100,9 +109,10 @@ const char* op_name(TunedKernel kernel) {
 autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKernel kernel) {
   autotune::TunableKernel op;
   op.name = op_name(kernel);
-  op.dims = {"BN", "T", "S"};
+  op.dims = {"BN", "G", "T", "S"};
   op.space = space_of(kernel, spec);
-  op.bucketing.power_of_two("BN").power_of_two("T").power_of_two("S");
+  // G exactly: a group of one is its own kernel (the JIT specializes arguments equal to 1).
+  op.bucketing.power_of_two("BN").exact("G").power_of_two("T").power_of_two("S");
   op.dtypes = std::string(dtype_name(spec.dtype));
   op.layout = spec.layout();
   op.work = [spec, kernel](const Config& c, const ProblemShape& s) { return work_of(kernel, spec, c, s); };
@@ -114,32 +124,37 @@ autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKerne
   return op;
 }
 
-// What a call's config for one kernel depends on, compared as plain values.
+// What a call's config for one kernel depends on, compared as plain values: the shape by its
+// bucket (no constraint of the spaces reads the shape), so calls of every sequence length share
+// one entry per bucket.
 struct CallKey {
   const Device* device;
   TunedKernel kernel;
   DType dtype;
   int64_t head_dim;
   bool causal;
-  int64_t heads, q_len, kv_len;
+  int64_t heads, group, q_len, kv_len;
   auto operator<=>(const CallKey&) const = default;
 };
 
 // The config `kernel` runs for a call of `p`: the tuning database's for its bucket, else the
-// heuristic's; remembered per exact shape.
+// heuristic's; remembered per bucket.
 KernelConfig call_config(const AttentionProblem& p, TunedKernel kernel, Device& device) {
   const std::optional<AttentionTuningSpec> spec = AttentionTuningSpec::of(p);
   const int64_t heads = p.batch * p.heads;
   if (!spec || heads * p.q_len * p.kv_len == 0)
     return heuristic_config(kernel, AttentionTuningSpec{p.dtype, p.head_dim, false});
-  const CallKey key{&device, kernel, spec->dtype, spec->head_dim, spec->causal, heads, p.q_len, p.kv_len};
+  using autotune::next_power_of_two;
+  const CallKey key{&device,         kernel,    spec->dtype,                spec->head_dim,
+                    spec->causal,    next_power_of_two(heads), p.group(), next_power_of_two(p.q_len),
+                    next_power_of_two(p.kv_len)};
   static std::mutex mutex;
   static std::map<CallKey, KernelConfig> decided;
   {
     std::lock_guard lock(mutex);
     if (auto it = decided.find(key); it != decided.end()) return it->second;
   }
-  const ProblemShape shape{{{"BN", heads}, {"T", p.q_len}, {"S", p.kv_len}}};
+  const ProblemShape shape{{{"BN", heads}, {"G", p.group()}, {"T", p.q_len}, {"S", p.kv_len}}};
   std::optional<Config> config = autotune::tuned_bucket_config(attention_tunable(*spec, kernel), shape, device);
   std::lock_guard lock(mutex);
   return decided.emplace(key, config ? kernel_config_of(*config) : heuristic_config(kernel, *spec)).first->second;
@@ -173,6 +188,7 @@ KernelConfig kernel_config_of(const Config& config) {
   KernelConfig c;
   c.block_m = config["BLOCK_M"], c.block_n = config["BLOCK_N"];
   c.num_warps = int(config["num_warps"]), c.head_chunk = config["HEAD_CHUNK"];
+  c.num_stages = int(config["num_stages"]);
   return c;
 }
 
@@ -182,7 +198,6 @@ KernelConfig forward_call_config(const AttentionProblem& p, Device& device) {
 
 AttentionConfigs backward_call_configs(const AttentionProblem& p, Device& device) {
   AttentionConfigs configs = choose_configs(p.dtype, p.head_dim);
-  configs.forward = call_config(p, TunedKernel::forward, device);
   configs.dkdv = call_config(p, TunedKernel::dkdv, device);
   configs.dq = call_config(p, TunedKernel::dq, device);
   return configs;

@@ -1,16 +1,20 @@
 // The attention kernels as tunable ops (autotune/tunable.h), as gemm is (ops/gemm/gemm_tuning.h):
 // the forward, and the backward's dk / dv and dq kernels. Results are kept per kernel, input
-// dtype, head dim and whether the call is causal, for shapes BN (batch x query heads), T
-// (queries) and S (keys), bucketed by powers of two. They serve calls without bias, mask, sequence lengths or local window, causal top-left
-// (or bottom-right with T == S) or not masked at all, with or without logsumexp; other calls,
-// and shapes nobody tuned, take the heuristic (config.h) unless TILEJIT_AUTOTUNE=1 tunes the
-// shape on first use. The database is asked once per bucket and process, and each shape's
-// answer is remembered.
+// dtype, head dim and whether the call is causal, for shapes BN (batch x query heads), G (query
+// heads per kv head, exactly), T (queries) and S (keys), the others bucketed by powers of two.
+// They serve calls without bias, mask or sequence lengths whose band keeps every key to the
+// left and, to the right, none (causal top-left, or bottom-right with T == S) or all (no mask),
+// with or without logsumexp; other calls, and shapes nobody tuned, take the heuristic
+// (config.h) unless TILEJIT_AUTOTUNE=1 tunes the shape on first use. The database is asked once
+// per bucket and process, and the answer remembered for the bucket.
 //
 // Candidates run through the op's own launch path on random inputs of the shape (one batch,
-// BN heads, contiguous), each checked once against a double-precision reference of sampled
-// rows (host_reference.h) before it is timed; a backward kernel's inputs (the forward's output
-// and logsumexp, the row statistics) are computed once, with the heuristic configs.
+// BN query heads over BN / G kv heads, contiguous), each checked once against a
+// double-precision reference of sampled rows (host_reference.h) before it is timed; a backward
+// kernel's inputs (the forward's output and logsumexp, the row statistics) are computed once,
+// with the heuristic configs. A candidate's build includes the kernels a call runs beside it
+// (the forward without logsumexp; the backward's row statistics), so a pack of tuned kernels
+// (autotune/tuned_pack.h) holds them too.
 #pragma once
 
 #include <optional>
@@ -38,12 +42,13 @@ struct AttentionTuningSpec {
 enum class TunedKernel { forward, dkdv, dq };
 
 // The tunable kernel for `spec`, made once per spec and kernel for the process; its dims are
-// BN, T and S; its constants BLOCK_M, BLOCK_N, num_warps and HEAD_CHUNK.
+// BN, G, T and S; its constants BLOCK_M, BLOCK_N, num_warps, HEAD_CHUNK and num_stages.
 const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec,
                                                  TunedKernel kernel = TunedKernel::forward);
 
 // The config a call of `p` runs on `device`: tuned or heuristic, as above; for the forward,
-// and for every kernel of the backward pass (its forward config included).
+// and for the kernels of the backward pass (its `forward` member is the heuristic's: the
+// backward does not run it).
 KernelConfig forward_call_config(const AttentionProblem& p, Device& device);
 AttentionConfigs backward_call_configs(const AttentionProblem& p, Device& device);
 

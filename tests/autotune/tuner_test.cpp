@@ -313,6 +313,37 @@ TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
   EXPECT_TRUE(db_.best(r.key));
 }
 
+// Records written before kernel entries were kept read as naming none; the same config built
+// again fills them in without replacing the faster time.
+TEST_F(TunerTest, RecordsWithoutKernelEntriesReadAndAreFilledIn) {
+  SyntheticRunner runner;
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+  const Config best = r.best->config;
+  for (const CacheEntryInfo& entry : cache_.list()) {
+    if (entry.label.ends_with(" best"))
+      cache_.put(entry.key, entry.label,
+                 R"({"config":[["BLOCK",64],["num_warps",4]],"ms":0.5,"tuned_shape":[["n",1000]],"tuned_unix":1})");
+    else if (entry.label.find(" trial ") != std::string::npos)
+      cache_.put(entry.key, entry.label, R"({"status":"ok","ms":2.0,"detail":""})");
+  }
+  ASSERT_TRUE(db_.best(r.key));
+  EXPECT_TRUE(db_.best(r.key)->kernel_entries.empty());
+  EXPECT_DOUBLE_EQ(db_.best(r.key)->ms, 0.5);
+  std::optional<TrialRecord> trial = db_.trial(r.key, shape_, best);
+  ASSERT_TRUE(trial);
+  EXPECT_EQ(trial->status, TrialStatus::ok);
+  EXPECT_TRUE(trial->kernel_entries.empty());
+
+  BestConfig slower{best, 0.9, shape_, 0, {synthetic_entry(best)}};
+  EXPECT_EQ(db_.offer_best(r.key, slower).kernel_entries, std::vector<std::string>{synthetic_entry(best)});
+  EXPECT_DOUBLE_EQ(db_.best(r.key)->ms, 0.5);
+  EXPECT_EQ(db_.best(r.key)->kernel_entries, std::vector<std::string>{synthetic_entry(best)});
+  // Another config, slower, changes nothing.
+  db_.offer_best(r.key, {synthetic_config(16, 1), 0.9, shape_, 0, {synthetic_entry(synthetic_config(16, 1))}});
+  EXPECT_EQ(db_.best(r.key)->config, best);
+  EXPECT_EQ(db_.best(r.key)->kernel_entries, std::vector<std::string>{synthetic_entry(best)});
+}
+
 TEST_F(TunerTest, KeysTellDevicesDtypesLayoutsAndBucketsApart) {
   DeviceInfo device = SyntheticRunner().device();
   std::string base = TuningKey::of(op_, shape_, device).str();

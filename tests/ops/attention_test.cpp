@@ -7,9 +7,11 @@
 // per program (and the skipping of masked blocks); the others run the op's own configs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tests/ops/attention_test_util.h"
+#include "tests/ptx_dump.h"
 
 namespace tjops {
 namespace {
@@ -18,14 +20,40 @@ using tilejit::ops::attention_detail::AttentionConfigs;
 using tilejit::ops::attention_detail::KernelConfig;
 
 // Forward, rows and dq: 32 queries by 16 keys; dk / dv: 32 keys by 16 queries; 2 warps.
-AttentionConfigs small_blocks(int64_t head_chunk = 64) {
-  KernelConfig queries{32, 16, 2, head_chunk}, keys{16, 32, 2, head_chunk};
+AttentionConfigs small_blocks(int64_t head_chunk = 64, int num_stages = 1) {
+  KernelConfig queries{32, 16, 2, head_chunk, num_stages}, keys{16, 32, 2, head_chunk, num_stages};
   return {queries, queries, keys, queries};
 }
 
 AttentionCase small(AttentionCase c, int64_t head_chunk = 64) {
   c.configs = small_blocks(head_chunk);
   return c;
+}
+
+// Every kernel with two pipeline stages: the next block's operands are copied (cp.async on
+// sm_80, and on sm_90a too, where the operands are pointers) while a step computes; the block
+// skipping, GQA sums, padding lengths and bias run through the pipelined loops. f32 takes the
+// setting and computes the same (there is nothing to pipeline).
+TEST(Attention, PipelinedBlocks) {
+  for (const char* device : {"emu:sm_90a", "emu:sm_80"})
+    for (DType d : {DType::bf16, DType::f32}) {
+      AttentionCase c;
+      c.device = device, c.dtype = d;
+      c.B = 2, c.T = 45, c.S = 70, c.N = 4, c.K = 2, c.H = 64;
+      c.causal = true;
+      c.kv_lens = {70, 51};
+      c.configs = small_blocks(d == DType::f32 ? 32 : 64, 2);
+      std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+      // The forward, dk / dv and dq kernels stream their blocks through cp.async rings; f32
+      // operands are split for tf32x3 in registers, so their loads stay as they are.
+      EXPECT_EQ(std::count_if(ptx.begin(), ptx.end(),
+                              [](const std::string& text) { return text.find("cp.async.c") != std::string::npos; }),
+                d == DType::f32 ? 0 : 3)
+          << device << " " << dtype_name(d);
+      AttentionCase biased = c;
+      biased.causal = false, biased.kv_lens = {}, biased.bias_shape = {2, 1, 45, 70};
+      check_attention_case(biased);
+    }
 }
 
 TEST(Attention, EveryDtype) {

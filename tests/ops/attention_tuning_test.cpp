@@ -63,7 +63,7 @@ TEST(AttentionTuning, ATunedShapeServesLaterCalls) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::bf16, 64, false};
   const at::TunableKernel& op = ad::attention_tunable(spec);
-  const at::ProblemShape shape{{{"BN", 2}, {"T", 48}, {"S", 40}}};
+  const at::ProblemShape shape{{{"BN", 2}, {"G", 1}, {"T", 48}, {"S", 40}}};
   auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
   at::TuneOptions options;
   options.top_k = 3;
@@ -86,10 +86,10 @@ TEST(AttentionTuning, ATunedShapeServesLaterCalls) {
 TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 32, true};
-  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}}};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}}};
   const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32).forward;
   ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
-  const at::ProblemShape tuned{{{"BN", 4}, {"T", 64}, {"S", 64}}};
+  const at::ProblemShape tuned{{{"BN", 4}, {"G", 1}, {"T", 64}, {"S", 64}}};
   const at::TunableKernel& op = ad::attention_tunable(spec);
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
 
@@ -114,7 +114,7 @@ TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
 TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::bf16, 64, true};
-  const at::ProblemShape shape{{{"BN", 2}, {"T", 40}, {"S", 56}}};
+  const at::ProblemShape shape{{{"BN", 2}, {"G", 1}, {"T", 40}, {"S", 56}}};
   std::map<ad::TunedKernel, ad::KernelConfig> tuned;
   for (ad::TunedKernel kernel : {ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
     const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
@@ -136,10 +136,12 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   check_attention_case(c);
 
   // Results unlike the heuristic's, stored for another bucket, are what its backward runs.
-  const at::ProblemShape other{{{"BN", 1}, {"T", 24}, {"S", 24}}};
+  const at::ProblemShape other{{{"BN", 1}, {"G", 1}, {"T", 24}, {"S", 24}}};
   const std::map<ad::TunedKernel, at::Config> stored = {
-      {ad::TunedKernel::dkdv, at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}}}},
-      {ad::TunedKernel::dq, at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}}}}};
+      {ad::TunedKernel::dkdv,
+       at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}, {"num_stages", 2}}}},
+      {ad::TunedKernel::dq,
+       at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 1}}}}};
   for (auto& [kernel, config] : stored) {
     const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
     ASSERT_NE(config, op.heuristic_config(other, device.info()));
@@ -153,6 +155,38 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   check_attention_case(small);
 }
 
+// Grouped-query attention is tuned as it runs (BN query heads over BN / G kv heads), and a
+// group size's results serve only calls with that group size.
+TEST(AttentionTuning, GroupsAreTunedAsTheyRunAndKeptApart) {
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::bf16, 32, false};
+  const at::ProblemShape grouped{{{"BN", 4}, {"G", 2}, {"T", 24}, {"S", 40}}};
+  for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv}) {
+    const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
+    SCOPED_TRACE(op.name);
+    auto runner = at::make_candidate_runner(op, grouped, device, at::TimingOptions::for_device(device.info()), 5);
+    at::TuneOptions options;
+    options.top_k = 2;
+    at::TuneResult result = at::tune(op, grouped, *runner, at::TuningDatabase::global(), options);
+    ASSERT_TRUE(result.best.has_value());
+    for (const at::CandidateResult& c : result.candidates)
+      EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << c.config.str() << ": " << c.trial.detail;
+  }
+  const at::ProblemShape other{{{"BN", 4}, {"G", 2}, {"T", 64}, {"S", 64}}};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}}};
+  const at::TunableKernel& forward = ad::attention_tunable(spec);
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(forward, other, device.info()), {stored, 1e-6, other, 0, {}});
+  AttentionCase c = forward_case(DType::bf16, 4, 50, 60, 32, false);
+  c.K = 2;
+  EXPECT_EQ(constants(ad::forward_call_config(Call(c, {}).problem, device), 32),
+            constants(ad::kernel_config_of(stored), 32));
+  check_attention_case(c);
+  AttentionCase heads = c;
+  heads.K = 4;  // G = 1: another bucket
+  EXPECT_EQ(constants(ad::forward_call_config(Call(heads, {}).problem, device), 32),
+            constants(ad::choose_configs(DType::bf16, 32).forward, 32));
+}
+
 // The heuristic's configs (which assemble without spills) lie in every tuning space, so tuning
 // can only find something at least as good.
 TEST(AttentionTuning, TheSpacesHoldTheHeuristicConfigs) {
@@ -160,7 +194,7 @@ TEST(AttentionTuning, TheSpacesHoldTheHeuristicConfigs) {
     for (int64_t head_dim = 8; head_dim <= 256; head_dim += 8)
       for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
         const at::TunableKernel& op = ad::attention_tunable({dtype, head_dim, false}, kernel);
-        const at::ProblemShape shape{{{"BN", 8}, {"T", 1024}, {"S", 1024}}};
+        const at::ProblemShape shape{{{"BN", 8}, {"G", 2}, {"T", 1024}, {"S", 1024}}};
         const at::Config heuristic = op.heuristic_config(shape, Device::by_name(kDevice).info());
         EXPECT_FALSE(op.space.violated(heuristic, shape)) << op.name << " " << op.dtypes << " " << op.layout << ": "
                                                           << heuristic.str() << " breaks "
@@ -188,6 +222,11 @@ TEST(AttentionTuning, TuningCoversPlainCallsOnly) {
   o.local_window = std::pair<int64_t, int64_t>{8, 0};
   EXPECT_EQ(layout_of(o), "none");
   o = {};
+  o.causal_bottom_right = true;  // T > S: the band starts below the diagonal
+  AttentionCase longer = c;
+  longer.S = 20;
+  EXPECT_FALSE(ad::AttentionTuningSpec::of(Call(longer, o).problem).has_value());
+  o = {};
   o.scale = 0.5;  // a scalar: any scale
   EXPECT_EQ(layout_of(o), "h64");
   o = {};
@@ -208,7 +247,7 @@ TEST(AttentionTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {
   tilejit::testing_util::ScopedEnv autotune("TILEJIT_AUTOTUNE", "1");
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f32, 16, false};
-  const at::ProblemShape shape{{{"BN", 1}, {"T", 20}, {"S", 24}}};
+  const at::ProblemShape shape{{{"BN", 1}, {"G", 1}, {"T", 20}, {"S", 24}}};
   const at::TuningKey key = at::TuningKey::of(ad::attention_tunable(spec), shape, device.info());
   ASSERT_FALSE(at::TuningDatabase::global().best(key).has_value());
   check_attention_case(forward_case(DType::f32, 1, 20, 24, 16, false));

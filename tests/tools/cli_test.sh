@@ -81,11 +81,13 @@ echo 'M=96 N=80 K=128' >"$work/library_gemm_shapes.txt"
 check "tune the library gemm" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op gemm_bf16_nt --shapes '$work/library_gemm_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[M=96 N=80 K=128\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ .*SPLIT_K=[0-9]+  \(2 timed'"
 check "tune lists the library gemms" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -qF 'gemm_<bf16|f16|'"
 check "tune lists the library attention" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -qF 'attention_<bf16|f16|f32>_h<'"
-echo 'BN=2 T=40 S=56' >"$work/library_attention_shapes.txt"
-check "tune the library attention" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_bf16_h64_causal --shapes '$work/library_attention_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[BN=2 T=40 S=56\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ BLOCK_N=[0-9]+ num_warps=[0-9]+ HEAD_CHUNK=[0-9]+  \(2 timed'"
-check "tune the attention backward's dk / dv" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_dkdv_bf16_h64_causal --shapes '$work/library_attention_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[BN=2 T=40 S=56\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ .*  \(2 timed'"
+echo 'BN=4 G=2 T=40 S=56' >"$work/library_attention_shapes.txt"
+check "tune the library attention" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_bf16_h64_causal --shapes '$work/library_attention_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[BN=4 G=2 T=40 S=56\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ BLOCK_N=[0-9]+ num_warps=[0-9]+ HEAD_CHUNK=[0-9]+ num_stages=[12]  \(2 timed'"
+check "tune the attention backward's dk / dv" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_dkdv_bf16_h64_causal --shapes '$work/library_attention_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[BN=4 G=2 T=40 S=56\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ .*  \(2 timed'"
 # Emulator kernels are not cached: a pack of tuned kernels holds the three results and says so.
 check "pack tuned only" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' cache pack -o '$work/tuned.tjpack' --tuned-only --device emu | tr '\n' ' ' | grep -E '^packed 3 entries .* tuned only: 3 tuned results and the 0 kernel entries they run 3 tuned results name no compiled kernels'"
+echo 'BN=3 G=2 T=40 S=56' >"$work/bad_groups.txt"
+check "tune refuses heads that do not group" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_bf16_h64 --shapes '$work/bad_groups.txt' --device emu 2>&1 | grep -q 'BN = 3 query heads do not make groups of G = 2'"
 check "tune refuses an attention head dim" bash -c "'$tilejit' tune --op attention_bf16_h20 --shapes '$work/library_attention_shapes.txt' 2>&1 | grep -q \"no tunable op 'attention_bf16_h20'\""
 
 # Ctrl-C stops a tuning run after the trial in progress (exit status 130); the same command

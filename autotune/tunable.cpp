@@ -2,6 +2,10 @@
 
 #include <fmt/ranges.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include "dsl/error.h"
 
 namespace tilejit::autotune {
@@ -26,6 +30,15 @@ Config TunableKernel::heuristic_config(const ProblemShape& shape, const DeviceIn
   Config out;
   for (const std::string& constant : space.constants()) out.values.emplace_back(constant, declared[constant]);
   return out;
+}
+
+const TunableKernel& tunable_for(const std::string& key, const std::function<TunableKernel()>& make) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<TunableKernel>> tunables;
+  std::lock_guard lock(mutex);
+  std::unique_ptr<TunableKernel>& op = tunables[key];
+  if (!op) op = std::make_unique<TunableKernel>(make());
+  return *op;
 }
 
 }  // namespace tilejit::autotune

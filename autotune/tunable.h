@@ -67,4 +67,9 @@ struct TunableKernel {
   Config heuristic_config(const ProblemShape& shape, const DeviceInfo& device) const;
 };
 
+// The op registered under `key` for the process, made by `make` on its first request;
+// thread-safe. The reference stays valid (per-bucket lookups key on the op's address), so
+// library ops whose tunable depends on dtypes or layout make one per combination this way.
+const TunableKernel& tunable_for(const std::string& key, const std::function<TunableKernel()>& make);
+
 }  // namespace tilejit::autotune

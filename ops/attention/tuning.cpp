@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <memory>
 #include <mutex>
 
 #include "autotune/bucket_config.h"
@@ -175,13 +174,8 @@ std::string AttentionTuningSpec::layout() const {
 }
 
 const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec, TunedKernel kernel) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<autotune::TunableKernel>> tunables;
-  std::lock_guard lock(mutex);
-  std::unique_ptr<autotune::TunableKernel>& op =
-      tunables[fmt::format("{}/{}/{}", op_name(kernel), dtype_name(spec.dtype), spec.layout())];
-  if (!op) op = std::make_unique<autotune::TunableKernel>(make_tunable(spec, kernel));
-  return *op;
+  return autotune::tunable_for(fmt::format("{}/{}/{}", op_name(kernel), dtype_name(spec.dtype), spec.layout()),
+                               [&] { return make_tunable(spec, kernel); });
 }
 
 KernelConfig kernel_config_of(const Config& config) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -131,12 +130,7 @@ std::string GemmTuningSpec::layout() const {
 }
 
 const autotune::TunableKernel& gemm_tunable(const GemmTuningSpec& spec) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<autotune::TunableKernel>> tunables;
-  std::lock_guard lock(mutex);
-  std::unique_ptr<autotune::TunableKernel>& op = tunables[spec.dtypes() + "/" + spec.layout()];
-  if (!op) op = std::make_unique<autotune::TunableKernel>(make_tunable(spec));
-  return *op;
+  return autotune::tunable_for("ops.gemm/" + spec.dtypes() + "/" + spec.layout(), [&] { return make_tunable(spec); });
 }
 
 GemmConfig call_config(const GemmProblem& p, Device& device) {

@@ -59,24 +59,30 @@ AttentionOptions causal_options(bool causal) {
   return o;
 }
 
+// Tunes `op` for `shape` through its own runner on the emulator, timing the top `top_k`;
+// every candidate must run and compute right. The best config.
+at::Config tuned_through_runner(const at::TunableKernel& op, const at::ProblemShape& shape, int top_k, uint64_t seed) {
+  Device& device = Device::by_name(kDevice);
+  SCOPED_TRACE(op.name);
+  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), seed);
+  at::TuneOptions options;
+  options.top_k = top_k;
+  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+  EXPECT_EQ(result.timed, top_k);
+  for (const at::CandidateResult& c : result.candidates)
+    EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << c.config.str() << ": " << c.trial.detail;
+  if (!result.best) ADD_FAILURE() << op.name << ": no best config";
+  return result.best ? result.best->config : at::Config{};
+}
+
 TEST(AttentionTuning, ATunedShapeServesLaterCalls) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::bf16, 64, false};
-  const at::TunableKernel& op = ad::attention_tunable(spec);
   const at::ProblemShape shape{{{"BN", 2}, {"G", 1}, {"T", 48}, {"S", 40}}};
-  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
-  at::TuneOptions options;
-  options.top_k = 3;
-  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
-  ASSERT_TRUE(result.best.has_value());
-  EXPECT_EQ(result.timed, 3);
-  for (const at::CandidateResult& c : result.candidates) {
-    SCOPED_TRACE(c.config.str());
-    EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
-  }
+  const at::Config best = tuned_through_runner(ad::attention_tunable(spec), shape, 3, 7);
   const AttentionCase c = forward_case(DType::bf16, 2, 48, 40, 64, false);
   EXPECT_EQ(constants(ad::forward_call_config(Call(c, {}).problem, device), 64),
-            constants(ad::kernel_config_of(result.best->config), 64));
+            constants(ad::kernel_config_of(best), 64));
   check_attention_case(c);
 }
 
@@ -116,18 +122,8 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   const ad::AttentionTuningSpec spec{DType::bf16, 64, true};
   const at::ProblemShape shape{{{"BN", 2}, {"G", 1}, {"T", 40}, {"S", 56}}};
   std::map<ad::TunedKernel, ad::KernelConfig> tuned;
-  for (ad::TunedKernel kernel : {ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
-    const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
-    SCOPED_TRACE(op.name);
-    auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 11);
-    at::TuneOptions options;
-    options.top_k = 2;
-    at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
-    ASSERT_TRUE(result.best.has_value());
-    for (const at::CandidateResult& c : result.candidates)
-      EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << c.config.str() << ": " << c.trial.detail;
-    tuned[kernel] = ad::kernel_config_of(result.best->config);
-  }
+  for (ad::TunedKernel kernel : {ad::TunedKernel::dkdv, ad::TunedKernel::dq})
+    tuned[kernel] = ad::kernel_config_of(tuned_through_runner(ad::attention_tunable(spec, kernel), shape, 2, 11));
   AttentionCase c = forward_case(DType::bf16, 2, 40, 56, 64, true);
   c.backward = true;
   const ad::AttentionConfigs configs = ad::backward_call_configs(Call(c, causal_options(true)).problem, device);
@@ -161,17 +157,8 @@ TEST(AttentionTuning, GroupsAreTunedAsTheyRunAndKeptApart) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::bf16, 32, false};
   const at::ProblemShape grouped{{{"BN", 4}, {"G", 2}, {"T", 24}, {"S", 40}}};
-  for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv}) {
-    const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
-    SCOPED_TRACE(op.name);
-    auto runner = at::make_candidate_runner(op, grouped, device, at::TimingOptions::for_device(device.info()), 5);
-    at::TuneOptions options;
-    options.top_k = 2;
-    at::TuneResult result = at::tune(op, grouped, *runner, at::TuningDatabase::global(), options);
-    ASSERT_TRUE(result.best.has_value());
-    for (const at::CandidateResult& c : result.candidates)
-      EXPECT_EQ(c.trial.status, at::TrialStatus::ok) << c.config.str() << ": " << c.trial.detail;
-  }
+  for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv})
+    tuned_through_runner(ad::attention_tunable(spec, kernel), grouped, 2, 5);
   const at::ProblemShape other{{{"BN", 4}, {"G", 2}, {"T", 64}, {"S", 64}}};
   const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}}};
   const at::TunableKernel& forward = ad::attention_tunable(spec);

@@ -29,9 +29,8 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
     host.causal = spec.causal, host.dtype = spec.dtype, host.scale = 1 / std::sqrt(double(host.H));
     std::mt19937_64 rng(seed);
     auto input = [&](std::vector<double>& values, std::optional<Tensor>& tensor, int64_t rows, int64_t heads) {
-      std::vector<uint8_t> bytes = random_elements(spec.dtype, rows * heads * host.H, rng);
-      values = host_values(spec.dtype, bytes);
-      tensor = upload_elements(device, spec.dtype, {1, rows, heads, host.H}, bytes.data());
+      RandomTensor made = random_tensor(device, spec.dtype, {1, rows, heads, host.H}, rng);
+      values = std::move(made.values), tensor = made.tensor;
     };
     input(host.q, q_, host.T, host.N);
     input(host.k, k_, host.S, host.K);
@@ -41,7 +40,6 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
     options.return_logsumexp = true;
     problem_ = check_attention(OpArguments("attention"), *q_, *k_, *v_, options);
     heuristic_ = choose_configs(spec.dtype, spec.head_dim);
-    const AttentionConfigs& heuristic = heuristic_;
     Tensor out = Tensor::empty(device, spec.dtype, problem_->q_shape());
     Tensor lse = Tensor::empty(device, DType::f32, problem_->logsumexp_shape());
     if (kernel == TunedKernel::forward) {
@@ -50,7 +48,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
       std::optional<Tensor> dout;
       input(host.dout, dout, host.T, host.N);
       Stream& s = device.default_stream();
-      launch_forward(*problem_, heuristic.forward, out, &lse, s);
+      launch_forward(*problem_, heuristic_.forward, out, &lse, s);
       auto rows = [&] { return Tensor::empty(device, DType::f32, problem_->logsumexp_shape()); };
       buffers_.emplace(BackwardBuffers{out, *dout, lse, contiguous_sequence_strides(problem_->q_shape()),
                                        contiguous_sequence_strides(problem_->q_shape()), rows(), rows(), rows(),
@@ -58,7 +56,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
                                        Tensor::empty(device, spec.dtype, problem_->q_shape()),
                                        Tensor::empty(device, spec.dtype, problem_->kv_shape()),
                                        Tensor::empty(device, spec.dtype, problem_->kv_shape())});
-      launch_backward_rows(*problem_, heuristic.preprocess, *buffers_, s);
+      launch_backward_rows(*problem_, heuristic_.preprocess, *buffers_, s);
       s.synchronize();
       backward_reference_.emplace(host);
     }

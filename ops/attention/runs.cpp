@@ -58,12 +58,8 @@ RunProblem make_problem(const std::string& op, Device& device, const ExampleOpti
   run.options.return_logsumexp = true;
   std::mt19937_64 rng(options.seed ? options.seed : std::random_device{}());
   auto input = [&](std::vector<double>& values, std::optional<Tensor>& tensor, std::vector<int64_t> shape) {
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    std::vector<uint8_t> bytes = random_elements(kDtype, count, rng);
-    values = host_values(kDtype, bytes);
-    tensor = Tensor::empty(device, kDtype, std::move(shape));
-    tensor->copy_from_host(bytes.data(), bytes.size());
+    RandomTensor made = random_tensor(device, kDtype, std::move(shape), rng);
+    values = std::move(made.values), tensor = made.tensor;
   };
   input(p.q, run.tq, {p.B, p.T, p.N, p.H});
   input(p.k, run.tk, {p.B, p.S, p.K, p.H});

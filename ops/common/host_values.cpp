@@ -87,6 +87,14 @@ Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, 
   return t;
 }
 
+RandomTensor random_tensor(Device& device, DType dtype, std::vector<int64_t> shape, std::mt19937_64& rng) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<uint8_t> bytes = random_elements(dtype, count, rng);
+  Tensor t = upload_elements(device, dtype, std::move(shape), bytes.data());
+  return {t, host_values(dtype, bytes)};
+}
+
 std::vector<double> download_values(const Tensor& t) {
   std::vector<uint8_t> bytes(static_cast<size_t>(t.bytes()));
   t.copy_to_host(bytes.data(), bytes.size());

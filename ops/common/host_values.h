@@ -23,6 +23,13 @@ std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64
 
 // A new contiguous tensor of `shape` on `device` holding `elements` (row-major, of `dtype`).
 Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, const void* elements);
+// A new contiguous tensor of `shape` holding random_elements, and their values.
+struct RandomTensor {
+  Tensor tensor;
+  std::vector<double> values;
+};
+RandomTensor random_tensor(Device& device, DType dtype, std::vector<int64_t> shape, std::mt19937_64& rng);
+
 // Every element of a contiguous tensor as a double (waits for the copy).
 std::vector<double> download_values(const Tensor& t);
 

@@ -16,19 +16,6 @@ namespace {
 constexpr DType kDType = DType::bf16;   // x, dy, gamma and beta
 constexpr double kComputeError = 1e-5;  // f32 arithmetic, relative to the magnitude of the terms
 
-// A random bf16 tensor and its values.
-struct RandomTensor {
-  Tensor tensor;
-  std::vector<double> values;
-};
-RandomTensor random_tensor(Device& device, std::vector<int64_t> shape, std::mt19937_64& rng) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<uint8_t> bytes = random_elements(kDType, n, rng);
-  Tensor t = Tensor::empty(device, kDType, std::move(shape));
-  t.copy_from_host(bytes.data(), bytes.size());
-  return {t, host_values(kDType, bytes)};
-}
 
 // The run's inputs and its result so far.
 struct NormRun {
@@ -66,10 +53,10 @@ NormRun start_run(const std::string& op, NormKind kind, Device& device, const Ex
   std::mt19937_64 rng(options.seed ? options.seed : std::random_device{}());
   NormRun run{kind,
               RowShape{rows, static_cast<int32_t>(hidden), {rows}},
-              random_tensor(device, {rows, hidden}, rng),
-              random_tensor(device, {hidden}, rng),
-              random_tensor(device, {hidden}, rng),
-              random_tensor(device, {rows, hidden}, rng),
+              random_tensor(device, kDType, {rows, hidden}, rng),
+              random_tensor(device, kDType, {hidden}, rng),
+              random_tensor(device, kDType, {hidden}, rng),
+              random_tensor(device, kDType, {rows, hidden}, rng),
               {}};
   run.result.kernel = op;
   run.result.device = device.info().name;

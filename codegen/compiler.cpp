@@ -65,7 +65,7 @@ CompiledKernel compile_to_ptx(const ir::Function& fn, const Target& target, cons
   CompiledKernel out;
   out.name = fn.name;
   out.arch = target.arch;
-  out.num_warps = fn.num_warps;
+  out.num_warps = lowered.num_threads / 32;
   out.shared_bytes = lowered.shared_bytes;
   if (options.keep_llvm_ir) out.llvm_ir = module_text(m);
 

@@ -21,7 +21,7 @@ struct CompiledKernel {
   std::string arch;
   std::string ptx;
   std::string llvm_ir;      // when requested
-  int num_warps = 4;
+  int num_warps = 4;         // launched per CTA, a warp-specialized kernel's producer warps included
   int64_t shared_bytes = 0; // dynamic shared memory per CTA
 };
 

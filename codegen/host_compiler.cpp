@@ -365,7 +365,7 @@ std::unique_ptr<HostKernel> compile_for_host(const ir::Function& fn, const Targe
                                              const HostCompileOptions& options) {
   auto context = std::make_unique<llvm::LLVMContext>();
   LoweredKernel lowered = lower_to_llvm(fn, target, *context);
-  return finalise_and_jit(std::move(context), std::move(lowered.module), fn.name, 32 * fn.num_warps,
+  return finalise_and_jit(std::move(context), std::move(lowered.module), fn.name, lowered.num_threads,
                           lowered.shared_bytes, symbols, options);
 }
 

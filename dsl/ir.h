@@ -150,6 +150,9 @@ class Function {
   Block body;  // body.args are the parameters, in order
   int num_warps = 4;
   int num_stages = 1;
+  // A producer warpgroup feeds the first qualifying pipelined loop by TMA while the num_warps
+  // warps consume (codegen/lowering/loop_pipeline.h); sm_90+ only.
+  bool warp_specialize = false;
   // Compile-time constants the kernel was traced with, in declaration order (for printing).
   std::vector<std::pair<std::string, int64_t>> constants;
 

@@ -37,6 +37,7 @@ class Printer {
     for (auto& [name, value] : fn.constants) consts.push_back(fmt::format("{} = {}", name, value));
     out_ = fmt::format("kernel @{}({}) num_warps({}) num_stages({})", fn.name, fmt::join(params, ", "),
                        fn.num_warps, fn.num_stages);
+    if (fn.warp_specialize) out_ += " warp_specialize";
     if (!consts.empty()) out_ += fmt::format(" constants {{{}}}", fmt::join(consts, ", "));
     out_ += " {\n";
     print_block(fn.body, 1);

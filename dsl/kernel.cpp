@@ -79,6 +79,11 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
   if (nw < 1 || nw > 32 || (nw & (nw - 1)))
     fail("kernel {}: num_warps must be a power of two in [1, 32], got {}", name_, nw);
   if (fn->num_stages < 1) fail("kernel {}: num_stages must be >= 1, got {}", name_, fn->num_stages);
+  if (constants.has("warp_specialize")) {
+    int64_t ws = constants["warp_specialize"];
+    if (ws != 0 && ws != 1) fail("kernel {}: warp_specialize must be 0 or 1, got {}", name_, ws);
+    fn->warp_specialize = ws == 1;
+  }
 
   std::vector<Tile> args;
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -48,14 +48,15 @@ dsl::Kernel tensor_core_gemm() {
 
 // The same GEMM reading A (M, K) and B (K, N), or with B_TRANSPOSED B (N, K), through tensor
 // descriptors, whose block shapes give the tile: (BLOCK_M, BLOCK_K) and (BLOCK_K, BLOCK_N) or
-// (BLOCK_N, BLOCK_K). Constants: PRECISION, B_TRANSPOSED. Parameters: a, b, c, M, N, K.
+// (BLOCK_N, BLOCK_K). Constants: PRECISION, B_TRANSPOSED, warp_specialize. Parameters: a, b, c,
+// M, N, K.
 template <DType DA, DType DB>
 dsl::Kernel tensor_core_gemm_desc() {
   using namespace tilejit::dsl;
   constexpr DType ACC = DA == DType::i8 ? DType::i32 : DType::f32;
   return define_kernel(
       "tc_gemm_desc_" + std::string(dtype_name(DA)) + "_" + std::string(dtype_name(DB)), {"a", "b", "c", "M", "N", "K"},
-      {{"PRECISION", 0}, {"B_TRANSPOSED", 0}},
+      {{"PRECISION", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}},
       [](const Constants& c, TensorDesc<DA> a, TensorDesc<DB> b, Ptr<ACC> out, Scalar<i32> M, Scalar<i32> N,
          Scalar<i32> K) {
         bool b_transposed = c.flag("B_TRANSPOSED");

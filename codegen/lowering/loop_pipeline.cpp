@@ -138,12 +138,13 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     staged.push_back({op.get(), in_body_order(body, slice), width, L.wgmma_dot_tiling(*dot).has_value()});
   }
   if (staged.empty()) return nullptr;
-  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged), uses));
+  bool specialized = can_specialize(L, loop, staged);
+  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged), uses, specialized));
 }
 
 LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged,
-                           const std::map<const ir::Value*, int>& uses)
-    : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages) {
+                           const std::map<const ir::Value*, int>& uses, bool specialized)
+    : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages), specialized_(specialized) {
   dot_in_flight_ = find_dot_in_flight(uses);
   for (const Staged& s : staged_) (s.tma ? uses_tma_ : uses_cp_async_) = true;
 }
@@ -191,7 +192,7 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   }
   if (uses_tma_) {
     barriers_offset_ = end;
-    end += stages_ * kMbarrierBytes;
+    end += (specialized_ ? 2 : 1) * stages_ * kMbarrierBytes;
   }
   L_.scratch_offset = end;
   L_.reserve_shared(0);
@@ -205,11 +206,17 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   if (uses_tma_) {
     L_.emit_if(first_thread(), "tma.init", [&] {
       for (int s = 0; s < stages_; ++s) mbarrier_init(L_, barrier(L_.const_i32(s)), 1);
+      if (specialized_)
+        for (int s = 0; s < stages_; ++s) mbarrier_init(L_, empty_barrier(L_.const_i32(s)), 32 * L_.fn.num_warps);
       fence_proxy_async();
     });
     L_.barrier();  // nobody waits on an mbarrier before it is initialized
   }
   if (dot_in_flight_) L_.dots_in_flight.insert(dot_in_flight_);
+  if (specialized_) {
+    lb_ = lb;
+    return split_warps(lb, ub, step);
+  }
   for (int s = 0; s < stages_ - 1 - lag(); ++s) {
     llvm::Value* iv = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), s)));
     issue(iv, b.CreateICmpSLT(iv, ub), L_.const_i32(s));
@@ -220,7 +227,13 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
 void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* position) {
   auto& b = L_.b;
   llvm::Value* second_lap = b.CreateICmpSGE(position, L_.const_i32(stages_));
-  llvm::Value* stage = b.CreateSelect(second_lap, b.CreateSub(position, L_.const_i32(stages_)), position);
+  llvm::Value* stage = slot_of(position, second_lap);
+  if (specialized_) {
+    release_slot(iv, step, stage);
+    mbarrier_wait(L_, barrier(stage), b.CreateZExt(second_lap, b.getInt32Ty()));
+    for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
+    return;
+  }
   if (uses_cp_async_)
     L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2 - lag()))});
   if (uses_tma_) mbarrier_wait(L_, barrier(stage), b.CreateZExt(second_lap, b.getInt32Ty()));
@@ -228,15 +241,23 @@ void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value
   if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma && !s.tma; }))
     fence_proxy_async();
   L_.barrier();
-  // The slot `behind` iterations back, (stage - behind) mod S.
   int behind = 1 + lag();
-  llvm::Value* refill = b.CreateSelect(b.CreateICmpSLT(stage, L_.const_i32(behind)),
-                                       b.CreateAdd(stage, L_.const_i32(stages_ - behind)),
-                                       b.CreateSub(stage, L_.const_i32(behind)));
+  llvm::Value* refill = slot_behind(stage, behind);
   llvm::Value* ahead = b.CreateAdd(iv, b.CreateMul(step, llvm::ConstantInt::get(iv->getType(), stages_ - behind)));
   issue(ahead, b.CreateICmpSLT(ahead, ub), refill);
   commit();
   for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
+}
+
+llvm::Value* LoopPipeline::slot_of(llvm::Value* position, llvm::Value* second_lap) {
+  return L_.b.CreateSelect(second_lap, L_.b.CreateSub(position, L_.const_i32(stages_)), position);
+}
+
+// (slot - behind) mod S.
+llvm::Value* LoopPipeline::slot_behind(llvm::Value* slot, int behind) {
+  auto& b = L_.b;
+  return b.CreateSelect(b.CreateICmpSLT(slot, L_.const_i32(behind)), b.CreateAdd(slot, L_.const_i32(stages_ - behind)),
+                        b.CreateSub(slot, L_.const_i32(behind)));
 }
 
 llvm::Value* LoopPipeline::next_position(llvm::Value* position) {
@@ -259,6 +280,8 @@ void LoopPipeline::finish() {
   if (uses_tma_) {
     L_.emit_if(first_thread(), "tma.inval", [&] {
       for (int s = 0; s < stages_; ++s) mbarrier_inval(L_, barrier(L_.const_i32(s)));
+      if (specialized_)
+        for (int s = 0; s < stages_; ++s) mbarrier_inval(L_, empty_barrier(L_.const_i32(s)));
     });
     L_.barrier();
   }
@@ -330,15 +353,15 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     if (layout.replicated_lane_mask() || layout.replicated_warp_mask()) L_.emit_if(L_.owns_data(layout), "cp.async.owner", copy_registers);
     else copy_registers();
   }
-  if (!blocks.empty()) {
-    // One thread announces the iteration's bytes on the slot's mbarrier and issues its copies.
-    L_.emit_if(b.CreateAnd(first_thread(), in_range), "tma.issue", [&] {
-      int64_t bytes = 0;
-      for (auto& [s, at] : blocks) bytes += SharedOperand::bytes_of(s->load->result()->type);
-      mbarrier_arrive_expect_tx(L_, barrier(slot), bytes);
-      for (auto& [s, at] : blocks) issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1]);
-    });
-  }
+  // One thread announces the iteration's bytes on the slot's mbarrier and issues its copies.
+  auto issue_blocks = [&] {
+    int64_t bytes = 0;
+    for (auto& [s, at] : blocks) bytes += SharedOperand::bytes_of(s->load->result()->type);
+    mbarrier_arrive_expect_tx(L_, barrier(slot), bytes);
+    for (auto& [s, at] : blocks) issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1]);
+  };
+  if (!blocks.empty() && !in_range) issue_blocks();
+  if (!blocks.empty() && in_range) L_.emit_if(b.CreateAnd(first_thread(), in_range), "tma.issue", issue_blocks);
   if (current) L_.define(iv_arg, *current);
   L_.enter_region();
 }

@@ -27,6 +27,17 @@
 // pending and refills the slot of i-2 (whose wgmma every thread waited for before the
 // barrier) with iteration i+S-2. After the loop the last group is waited for, its
 // accumulator registers passing through the wait.
+//
+// Warp specialization (the function's warp_specialize, sm_90+): when every staged load is a
+// TMA block and the loop is the first of its kind at the top of the function, with nothing
+// before it that stores, a producer warpgroup joins the num_warps warps. After the mbarriers
+// are initialized the warps split (setmaxnreg moves registers from the producer to the
+// consumers): one producer thread runs the loop's TMA copies ahead of the consumers, each
+// into the slot the consumers released (a second ring of "empty" mbarriers, one arrival per
+// consumer thread), then the producer warps leave the kernel. The consumers run the loop
+// without CTA barriers: iteration i releases the slot of i-1 (i-2 while the dot stays in
+// flight) and waits for its own slot's copies. From the split on, barriers count the
+// consumer threads only (Lowering::producer_warps).
 #pragma once
 
 #include <map>
@@ -62,7 +73,20 @@ class LoopPipeline {
     int64_t tile_bytes = 0;
   };
   // `uses`: how many ops of the function use each value.
-  LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged, const std::map<const ir::Value*, int>& uses);
+  LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged, const std::map<const ir::Value*, int>& uses,
+               bool specialized);
+
+  // --- warp specialization (codegen/lowering/warp_specialized_pipeline.cpp) ---
+  // Whether the loop's pipeline can run on a producer warpgroup (see above).
+  static bool can_specialize(const Lowering& L, const ir::Op& loop, const std::vector<Staged>& staged);
+  // After the mbarriers are initialized: the producer warps run every iteration's copies and
+  // leave; the code after this point runs on the consumer warps.
+  void split_warps(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  void emit_producer_loop(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  // At the top of a consumer iteration: arrive on the empty mbarrier of the slot the consumers
+  // no longer read, when there is one.
+  void release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value* stage);
+  llvm::Value* empty_barrier(llvm::Value* slot);
 
   // The dot that may stay in flight across iterations (see above), or null; sets
   // carried_index_ to the loop-carried value it accumulates into.
@@ -71,11 +95,17 @@ class LoopPipeline {
   int lag() const { return dot_in_flight_ ? 1 : 0; }
 
   // Copies of iteration `iv` of every staged load into ring slot `slot`; none when !in_range.
+  // `in_range` null: the calling thread issues the TMA copies (the producer, in range).
   void issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot);
   llvm::Value* tile(const Staged& s, llvm::Value* slot);
   void commit();
-  // The mbarrier of ring slot `slot` (i32), where TMA copies complete.
+  // The mbarrier of ring slot `slot` (i32), where TMA copies complete; with warp
+  // specialization, slots S .. 2S-1 are the empty mbarriers (empty_barrier).
   llvm::Value* barrier(llvm::Value* slot);
+  // The ring slot of `position` (in two laps; second_lap: position >= S), and the slot
+  // `behind` iterations before `slot`.
+  llvm::Value* slot_of(llvm::Value* position, llvm::Value* second_lap);
+  llvm::Value* slot_behind(llvm::Value* slot, int behind);
   llvm::Value* first_thread();
   void fence_proxy_async();
 
@@ -89,7 +119,9 @@ class LoopPipeline {
   size_t carried_index_ = 0;
   int64_t saved_scratch_offset_ = 0;
   bool uses_tma_ = false, uses_cp_async_ = false;
-  int64_t barriers_offset_ = 0;
+  bool specialized_ = false;
+  llvm::Value* lb_ = nullptr;
+  int64_t barriers_offset_ = 0;  // the full mbarriers, then (specialized) the empty ones
 };
 
 }  // namespace tilejit::codegen::lowering

@@ -251,7 +251,14 @@ llvm::Value* Lowering::shared_base() {
 void Lowering::reserve_shared(int64_t bytes) { shared_bytes_ = std::max(shared_bytes_, scratch_offset + bytes); }
 
 void Lowering::barrier() {
-  call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+  if (!producer_warps) {
+    call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+    return;
+  }
+  // The producer warps have left: barrier 0 would wait for them.
+  constexpr uint32_t kConsumerBarrier = 1;
+  call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
+                 {b.getInt32(kConsumerBarrier), const_i32(32 * fn.num_warps)});
 }
 
 llvm::Value* Lowering::call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types,
@@ -317,7 +324,6 @@ LoweredKernel Lowering::run() {
   auto* type = llvm::FunctionType::get(b.getVoidTy(), params, false);
   kernel_ = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, fn.name, module_.get());
   kernel_->setCallingConv(llvm::CallingConv::PTX_Kernel);
-  kernel_->addFnAttr("nvvm.maxntid", std::to_string(32 * fn.num_warps));
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const ir::Param& p = fn.params[i];
     llvm::Argument* arg = kernel_->getArg(first_arg[i]);
@@ -356,6 +362,8 @@ LoweredKernel Lowering::run() {
   }
   lower_block(fn.body);
   b.CreateRetVoid();
+  int num_threads = 32 * (fn.num_warps + producer_warps);
+  kernel_->addFnAttr("nvvm.maxntid", std::to_string(num_threads));
 
   std::string error;
   llvm::raw_string_ostream os(error);
@@ -365,7 +373,7 @@ LoweredKernel Lowering::run() {
     module_->print(ts, nullptr);
     fail("tilejit internal error: LLVM verifier rejected the lowering of kernel {}: {}\n{}", fn.name, error, text);
   }
-  return LoweredKernel{std::move(module_), shared_bytes_};
+  return LoweredKernel{std::move(module_), shared_bytes_, num_threads};
 }
 
 }  // namespace lowering

@@ -28,6 +28,7 @@ namespace tilejit::codegen {
 struct LoweredKernel {
   std::unique_ptr<llvm::Module> module;
   int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
+  int num_threads = 0;       // per CTA: the num_warps warps and a producer warpgroup if one was added
 };
 
 // Lowers for `target`: the target decides which tensor-core instructions dot uses.
@@ -112,7 +113,11 @@ class Lowering {
   // The widest access (in elements) for a load or store on `layout` (contiguity, alignment
   // and mask constancy allowing).
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
+  // bar.sync for the CTA; after a warp-specialized loop's split, for its consumer warps.
   void barrier();
+  // Warps of the producer warpgroup a warp-specialized loop pipeline added (numbered after the
+  // num_warps warps; codegen/lowering/loop_pipeline.h); 0 before its split.
+  int producer_warps = 0;
   llvm::Value* call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* call_libdevice(const std::string& name, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* program_index(bool count, int axis);  // ctaid / nctaid on an axis

@@ -31,6 +31,10 @@ void mbarrier_inval(Lowering& L, llvm::Value* bar) {
   L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {}, {bar});
 }
 
+void mbarrier_arrive(Lowering& L, llvm::Value* bar) {
+  L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_shared, {}, {bar});
+}
+
 void mbarrier_arrive_expect_tx(Lowering& L, llvm::Value* bar, int64_t bytes) {
   L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_expect_tx_scope_cta_space_cta, {}, {bar, L.const_i32(bytes)});
 }

@@ -17,6 +17,7 @@ void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm
 // mbarrier operations on the 8 bytes of shared memory at `bar` (one thread each, but for the wait).
 void mbarrier_init(Lowering& L, llvm::Value* bar, int arrivals);
 void mbarrier_inval(Lowering& L, llvm::Value* bar);
+void mbarrier_arrive(Lowering& L, llvm::Value* bar);
 void mbarrier_arrive_expect_tx(Lowering& L, llvm::Value* bar, int64_t bytes);
 // The calling thread waits until the phase of `parity` (i32: 0 or 1) of `bar` has completed.
 void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity);

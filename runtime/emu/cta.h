@@ -60,6 +60,7 @@ struct PendingResult {
 struct Thread {
   int tid = 0;
   ThreadState state = ThreadState::runnable;
+  uint32_t barrier_id = 0;  // the named barrier it waits at (state at_barrier)
   void* context = nullptr;  // the fiber's saved context while it is suspended
   std::vector<AsyncCopy> open_copies;                    // issued since the last commit
   std::deque<std::vector<AsyncCopy>> committed_copies;   // groups in commit order
@@ -126,13 +127,20 @@ struct RaceShadow {
   int32_t writer = -1, reader = -1;  // reader -2: several threads read
 };
 
+// One of a CTA's 16 named barriers (bar.sync id, count): threads arrived in the current use
+// and the count the first of them named.
+struct NamedBarrier {
+  int arrived = 0, expected = 0;
+};
+inline constexpr uint32_t kNamedBarriers = 16;
+
 struct Cta {
   Launch* launch = nullptr;
   Dim3 ctaid;
   std::vector<Thread> threads;
   std::byte* shared = nullptr;
-  int arrived_at_barrier = 0;
-  uint32_t epoch = 1;  // barrier intervals, for the race detector
+  NamedBarrier barriers[kNamedBarriers];
+  uint32_t epoch = 1;  // barrier intervals, for the race detector (any named barrier ends one)
   std::vector<WarpExchange> warps;
   std::vector<RaceShadow> shadow;  // one per 4 bytes of shared memory, when racecheck is on
   std::vector<ProxyShadow> generic_writes;  // one per 4 bytes of shared memory

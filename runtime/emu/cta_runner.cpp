@@ -146,9 +146,14 @@ std::string CtaRunner::stuck_message(const Cta& cta) const {
     message = fmt::format("emulator: {}: mbarrier phase never completes (arrivals or transaction bytes missing): {} "
                           "wait on it",
                           where, describe(at_mbarrier));
-  else if (!at_barrier.empty())
-    message = fmt::format("emulator: {}: barrier not reached by every thread of the CTA: {} wait at the barrier", where,
-                          describe(at_barrier));
+  else if (!at_barrier.empty()) {
+    uint32_t id = cta.threads[static_cast<size_t>(at_barrier[0])].barrier_id;
+    int expected = cta.barriers[id].expected;
+    std::string counted = expected == static_cast<int>(cta.threads.size()) ? "every thread of the CTA"
+                                                                            : fmt::format("the {} threads it counts", expected);
+    message = fmt::format("emulator: {}: barrier{} not reached by {}: {} wait at the barrier", where,
+                          id ? fmt::format(" {}", id) : "", counted, describe(at_barrier));
+  }
   else
     message = fmt::format("emulator: {}: warp collective not reached by every lane of its mask: {} wait", where,
                           describe(at_warp));

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "runtime/emu/cta.h"
 #include "runtime/emu/runtime_symbols.h"
 #include "runtime/emu/warp_sync.h"
@@ -30,21 +32,42 @@ uint32_t warpid() { return static_cast<uint32_t>(tid() / 32); }
 uint32_t nwarpid() { return static_cast<uint32_t>((cta().launch->num_threads + 31) / 32); }
 uint32_t warpsize() { return 32; }
 
-// bar.sync for the whole CTA: the last thread to arrive releases the others.
-void barrier(uint32_t /*barrier id*/) {
+// bar.sync `id`, `count`: the last of `count` threads to arrive at named barrier `id`
+// releases the others. Every thread that uses the barrier at the same time must name the
+// same count, a multiple of the warp size.
+void barrier_count(uint32_t id, uint32_t count) {
   Cta& c = cta();
   Thread& self = *current().thread;
-  if (++c.arrived_at_barrier == static_cast<int>(c.threads.size())) {
-    c.arrived_at_barrier = 0;
+  if (id >= kNamedBarriers) abort_thread(fmt::format("bar.sync {}: barriers are numbered 0 to {}", id, kNamedBarriers - 1));
+  if (count == 0 || count % 32 != 0 || count > c.threads.size())
+    abort_thread(fmt::format("bar.sync {}, {}: the count must be a multiple of 32 in [32, {}] (the CTA's threads)", id,
+                             count, c.threads.size()));
+  NamedBarrier& bar = c.barriers[id];
+  if (bar.arrived == 0) bar.expected = static_cast<int>(count);
+  if (bar.expected != static_cast<int>(count))
+    abort_thread(fmt::format("bar.sync {}, {}: {} threads already wait there for a count of {}", id, count,
+                             bar.arrived, bar.expected));
+  if (++bar.arrived == bar.expected) {
+    bar.arrived = 0;
     ++c.epoch;
     for (Thread& t : c.threads)
-      if (t.state == ThreadState::at_barrier) t.state = ThreadState::runnable;
+      if (t.state == ThreadState::at_barrier && t.barrier_id == id) t.state = ThreadState::runnable;
     return;
   }
+  self.barrier_id = id;
   self.state = ThreadState::at_barrier;
   while (self.state == ThreadState::at_barrier) yield_to_scheduler();
 }
+// bar.sync `id` for the whole CTA.
+void barrier(uint32_t id) { barrier_count(id, static_cast<uint32_t>(cta().threads.size())); }
 void barrier0() { barrier(0); }
+
+// setmaxnreg.{inc,dec}: a warpgroup's register budget changes; the emulator's registers do
+// not run out, so only the count's rules are checked.
+void set_max_registers(uint32_t count) {
+  if (count < 24 || count > 256 || count % 8 != 0)
+    abort_thread(fmt::format("setmaxnreg {}: the register count must be a multiple of 8 in [24, 256]", count));
+}
 
 // Deposits this lane's value; when every lane of `mask` has arrived, the last one runs
 // `combine` over the warp's values to produce every participating lane's result.
@@ -169,6 +192,10 @@ void add_thread_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.barrier.cta.sync.aligned.all", address(barrier));
   add("llvm.nvvm.barrier.cta.sync.all", address(barrier));
   add("llvm.nvvm.barrier0", address(barrier0));
+  add("llvm.nvvm.barrier.cta.sync.aligned.count", address(barrier_count));
+  add("llvm.nvvm.barrier.cta.sync.count", address(barrier_count));
+  add("llvm.nvvm.setmaxnreg.inc.sync.aligned.u32", address(set_max_registers));
+  add("llvm.nvvm.setmaxnreg.dec.sync.aligned.u32", address(set_max_registers));
   add("llvm.nvvm.shfl.sync.idx.i32", address(shuffle<ShuffleMode::idx>));
   add("llvm.nvvm.shfl.sync.up.i32", address(shuffle<ShuffleMode::up>));
   add("llvm.nvvm.shfl.sync.down.i32", address(shuffle<ShuffleMode::down>));

@@ -1,8 +1,8 @@
 // Emulation of sm_90's mbarrier objects and TMA tensor copies, as the PTX ISA defines them:
-//   - mbarrier.init sets the arrivals a phase expects; mbarrier.arrive.expect_tx adds to the
-//     phase's transaction count, then arrives; a phase completes when every arrival has come
-//     and the transaction count is zero, and mbarrier.try_wait.parity P returns once the
-//     phase of parity P has completed;
+//   - mbarrier.init sets the arrivals a phase expects; mbarrier.arrive arrives;
+//     mbarrier.arrive.expect_tx adds to the phase's transaction count, then arrives; a phase
+//     completes when every arrival has come and the transaction count is zero, and
+//     mbarrier.try_wait.parity P returns once the phase of parity P has completed;
 //   - cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes copies
 //     one box of a tensor map to shared memory, elements outside the tensor as zeros, each
 //     16-byte chunk of the box placed by the map's swizzle (the XOR of address bits 4-6 with
@@ -47,12 +47,17 @@ Mbarrier& mbarrier_at(const void* p, const char* op) {
   return it->second;
 }
 
+// Threads waiting on an mbarrier look at theirs again (each wait loops until its phase completed).
+void wake_mbarrier_waiters() {
+  for (Thread& t : cta().threads)
+    if (t.state == ThreadState::at_mbarrier) t.state = ThreadState::runnable;
+}
+
 void complete_phase_if_done(Mbarrier& b) {
   if (b.pending > 0 || b.tx_count != 0) return;
   ++b.phase;
   b.pending = b.expected;
-  for (Thread& t : cta().threads)
-    if (t.state == ThreadState::at_mbarrier) t.state = ThreadState::runnable;
+  wake_mbarrier_waiters();
 }
 
 int64_t swizzled(int64_t address, int swizzle_bytes) {
@@ -122,6 +127,16 @@ uint64_t mbarrier_arrive_expect_tx(void* bar, int32_t tx) {
   return state;
 }
 
+// mbarrier.arrive (release, CTA scope): one arrival on the current phase.
+uint64_t mbarrier_arrive(void* bar) {
+  Mbarrier& b = mbarrier_at(bar, "mbarrier.arrive");
+  if (b.pending == 0) abort_thread("mbarrier.arrive: more arrivals than the phase expects");
+  uint64_t state = b.phase;
+  --b.pending;
+  complete_phase_if_done(b);
+  return state;
+}
+
 // Blocks until the phase of `parity` has completed (the GPU's try_wait may also return false
 // before; the kernel loops then), landing the copies that complete on the mbarrier first.
 bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
@@ -152,6 +167,8 @@ void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_
                                op, word * 4, writer));
   std::memset(to, static_cast<int>(kInFlightPoison), static_cast<size_t>(bytes));
   b.in_flight.push_back({static_cast<std::byte*>(to), m, column, row});
+  // A thread may already wait on the mbarrier (one that did not issue the copy): it lands it.
+  wake_mbarrier_waiters();
 }
 
 }  // namespace
@@ -160,6 +177,7 @@ void add_tma_symbols(codegen::HostSymbols& out) {
   auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };
   add("llvm.nvvm.mbarrier.init.shared", reinterpret_cast<void*>(mbarrier_init));
   add("llvm.nvvm.mbarrier.inval.shared", reinterpret_cast<void*>(mbarrier_inval));
+  add("llvm.nvvm.mbarrier.arrive.shared", reinterpret_cast<void*>(mbarrier_arrive));
   add("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_arrive_expect_tx));
   add("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_try_wait_parity));
   add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));

@@ -21,6 +21,7 @@ struct TensorCoreCase {
   bool b_transposed = false;  // B stored as (N, K)
   bool a_transposed = false;  // A stored as (K, M)
   bool descriptors = false;   // A and B read through tensor descriptors (TMA on sm_90a); A not transposed
+  bool warp_specialize = false;  // with descriptors: a producer warpgroup issues the copies (sm_90a)
 };
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
@@ -30,7 +31,7 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
   return name + "_tile" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) +
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
          std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "") +
-         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "");
+         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "") + (c.warp_specialize ? "_ws" : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -77,7 +78,7 @@ void run_tensor_core_desc_case(const TensorCoreCase& c, const Host& a, const Hos
                                 ? TensorDescriptor{b_tensor.data(), DB, {c.n, c.k}, c.k, {c.block_n, c.block_k}}
                                 : TensorDescriptor{b_tensor.data(), DB, {c.k, c.n}, c.n, {c.block_k, c.block_n}};
   bind(kernel, {{"PRECISION", c.precision}, {"num_warps", c.warps}, {"num_stages", c.stages},
-                {"B_TRANSPOSED", c.b_transposed}})
+                {"B_TRANSPOSED", c.b_transposed}, {"warp_specialize", c.warp_specialize}})
       .launch(device.default_stream(), grid, a_desc, b_desc, out, int32_t(c.m), int32_t(c.n), int32_t(c.k));
 }
 

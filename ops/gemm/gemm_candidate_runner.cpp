@@ -7,6 +7,7 @@
 
 #include "ops/common/host_values.h"
 #include "ops/gemm/gemm_launch.h"
+#include "ops/gemm/gemm_operands.h"
 #include "ops/gemm/gemm_row_check.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -50,7 +51,16 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
   const DeviceInfo& device() const override { return device_.info(); }
 
   KernelReport prepare(const autotune::Config& config) override {
-    return prepare_gemm_with(*problem_, gemm_config_of(config, spec_), device_, *workspace_like_);
+    GemmConfig c = gemm_config_of(config, spec_);
+    // Timed, it would be the config without it again.
+    if (c.warp_specialize) {
+      GemmOperands operands = gemm_operands(*problem_, c, device_.info());
+      if (!operands.a || !operands.b)
+        fail("warp_specialize: a producer warpgroup needs both operands through TMA (sm_90+, tensor descriptors); "
+             "on {} this gemm reads {} through pointers",
+             device_.info().name, !operands.a && !operands.b ? "A and B" : !operands.a ? "A" : "B");
+    }
+    return prepare_gemm_with(*problem_, c, device_, *workspace_like_);
   }
 
   autotune::Measurement measure(const autotune::Config& config) override {
@@ -88,6 +98,7 @@ GemmConfig gemm_config_of(const autotune::Config& config, const GemmTuningSpec& 
   c.block_m = config["BLOCK_M"], c.block_n = config["BLOCK_N"], c.block_k = config["BLOCK_K"];
   c.split_k = config["SPLIT_K"], c.num_warps = config["num_warps"], c.num_stages = config["num_stages"];
   c.a_transposed = spec.a_transposed, c.b_transposed = spec.b_transposed;
+  c.warp_specialize = config.has("warp_specialize") && config["warp_specialize"] != 0;  // older results lack it
   return c;
 }
 

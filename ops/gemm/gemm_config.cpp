@@ -12,7 +12,7 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
   return {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"BLOCK_K", block_k},
           {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}, {"num_stages", num_stages},
-          {"A_TRANSPOSED", a_transposed}, {"B_TRANSPOSED", b_transposed}};
+          {"A_TRANSPOSED", a_transposed}, {"B_TRANSPOSED", b_transposed}, {"warp_specialize", warp_specialize}};
 }
 
 int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }

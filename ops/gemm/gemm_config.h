@@ -16,6 +16,9 @@ namespace tilejit::ops::gemm_detail {
 struct GemmConfig {
   int64_t block_m = 128, block_n = 128, block_k = 32, group_m = 8, split_k = 1, num_warps = 8;
   int64_t num_stages = 1;  // operand tiles in flight (cp.async or TMA pipelining from 2 on)
+  // A producer warpgroup issues the pipeline's TMA copies while the num_warps warps multiply
+  // (sm_90, both operands through tensor descriptors; elsewhere it does not apply).
+  bool warp_specialize = false;
   // Operands whose memory runs along K the other way: A stored (K, M), B stored (N, K).
   bool a_transposed = false, b_transposed = false;
 

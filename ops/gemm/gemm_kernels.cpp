@@ -33,7 +33,7 @@ MatrixStrides workspace_strides(const GemmProblem& p) { return {p.m * p.n, p.n, 
 // The main kernel's constants (a config sets them), with their defaults.
 std::vector<ConstantDecl> main_constants() {
   return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},   {"SPLIT_K", 1},
-          {"num_warps", 8},  {"num_stages", 1}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}};
+          {"num_warps", 8},  {"num_stages", 1}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}};
 }
 
 }  // namespace

@@ -23,7 +23,11 @@ struct MainKernel {
       : operands(gemm_operands(p, config, device)), args(main_arguments(p, operands, workspace)) {
     std::string key = p.features.key() + "/" + operands.key() + (workspace ? "/partial" : "");
     bool partial = workspace != nullptr;
-    kernel = op_kernel(key, [&] { return main_kernel(p.features, partial, args.params()); }).with(config.constants());
+    // Without both operands through TMA there is nothing for a producer warpgroup to do: the
+    // kernel is the one without it.
+    GemmConfig built = config;
+    built.warp_specialize = config.warp_specialize && operands.a && operands.b;
+    kernel = op_kernel(key, [&] { return main_kernel(p.features, partial, args.params()); }).with(built.constants());
   }
   MainKernel(const MainKernel&) = delete;
   MainKernel& operator=(const MainKernel&) = delete;

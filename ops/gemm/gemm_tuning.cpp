@@ -21,8 +21,13 @@ bool on_cuda_cores(const GemmTuningSpec& spec) {
   return spec.a == DType::f32 && spec.precision == dsl::Precision::ieee;
 }
 
+// Operands that may come through tensor descriptors (TMA) on sm_90: all but f32, which the
+// tensor cores take from registers.
+bool tma_operands(const GemmTuningSpec& spec) { return spec.a != DType::f32; }
+
 // Tiles for the tensor cores (wgmma needs 64 rows) with BLOCK_K spanning 64 or 128 bytes of a
-// row and two to four stages, smaller ones for FMA; split-K up to 8 slices.
+// row and two to four stages, smaller ones for FMA; split-K up to 8 slices; with TMA operands,
+// the copies issued by the consumer warps or by a producer warpgroup.
 autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   autotune::ConfigSpace space;
   int bytes = dtype_storage_bytes(spec.a);
@@ -34,6 +39,7 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
     space.add("num_warps", {4, 8}).add("num_stages", {2, 3, 4});
   }
   space.add("SPLIT_K", {1, 2, 4, 8});
+  if (tma_operands(spec)) space.add("warp_specialize", {0, 1});
   // At most 128 accumulator values per thread: more spill.
   space.require("BLOCK_M * BLOCK_N <= 128 * 32 * num_warps", [](const Config& c, const ProblemShape&) {
     return c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"];
@@ -54,7 +60,9 @@ autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const 
   double operand_bytes = dtype_storage_bytes(spec.a);
   double out_bytes = double(s["M"] * s["N"]) * (split > 1 ? 8.0 * double(split) : dtype_storage_bytes(spec.out));
   double threads = 32.0 * double(c["num_warps"]);
-  return {tiles * split, int(c["num_warps"]), 2.0 * double(tiles * bm * bn) * k,
+  // A producer warpgroup adds its four warps to the launch.
+  int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
+  return {tiles * split, warps, 2.0 * double(tiles * bm * bn) * k,
           operand_bytes * double(tiles * (bm + bn)) * k + out_bytes, double(bm * bn + (bm + bn) * bk) / threads};
 }
 
@@ -69,13 +77,15 @@ GemmProblem shaped_problem(const GemmTuningSpec& spec, const ProblemShape& s) {
   return p;
 }
 
-Config tuned_values(const GemmConfig& c) {
-  return Config{{{"BLOCK_M", c.block_m},
+Config tuned_values(const GemmTuningSpec& spec, const GemmConfig& c) {
+  Config values{{{"BLOCK_M", c.block_m},
                  {"BLOCK_N", c.block_n},
                  {"BLOCK_K", c.block_k},
                  {"num_warps", c.num_warps},
                  {"num_stages", c.num_stages},
                  {"SPLIT_K", c.split_k}}};
+  if (tma_operands(spec)) values.values.emplace_back("warp_specialize", c.warp_specialize);
+  return values;
 }
 
 autotune::TunableKernel make_tunable(const GemmTuningSpec& spec) {
@@ -88,7 +98,7 @@ autotune::TunableKernel make_tunable(const GemmTuningSpec& spec) {
   op.layout = spec.layout();
   op.work = [spec](const Config& c, const ProblemShape& s) { return work_of(spec, c, s); };
   op.heuristic = [spec](const ProblemShape& s, const DeviceInfo& device) {
-    return tuned_values(heuristic_gemm_config(shaped_problem(spec, s), device));
+    return tuned_values(spec, heuristic_gemm_config(shaped_problem(spec, s), device));
   };
   op.runner = [spec](Device& device, const ProblemShape& s, const autotune::TimingOptions& timing, uint64_t seed) {
     return make_gemm_runner(spec, device, s, timing, seed);

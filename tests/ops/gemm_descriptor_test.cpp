@@ -131,7 +131,8 @@ TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
 // The kernels gemm builds with an H100's default configs (132 multiprocessors, 227 KiB of
 // shared memory per block) at the sizes its benchmarks run: 128 x 256 tiles in a 4-stage
 // pipeline, which ptxas accepts for sm_90a without spills; both operands come through TMA
-// and the products through wgmma.
+// and the products through wgmma. The same with a producer warpgroup (warp_specialize): one
+// more warpgroup in the launch, registers moved to the consumers, their barriers named.
 TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
   if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
   Device& device = Device::by_name("emu:sm_90a");
@@ -160,21 +161,29 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
     EXPECT_EQ(config.num_stages, 4);
     gd::GemmOperands operands = gd::gemm_operands(p, config, h100);
     EXPECT_TRUE(operands.a && operands.b);
-    // Built as a call builds it; the 4-stage rings of both operand tiles fit.
-    KernelReport report;
-    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
-      report = gd::prepare_gemm_with(p, config, device, Tensor::empty(device, p.features.accumulator(), {1}));
-    });
-    int64_t rings = config.num_stages * (config.block_m + config.block_n) * config.block_k * dtype_storage_bytes(s.a);
-    EXPECT_GE(report.shared_bytes, rings);
-    EXPECT_LE(report.shared_bytes, h100.shared_per_block_optin);
-    ASSERT_EQ(ptx.size(), 1u);
-    EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
-    EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
-    EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
-    tilejit::codegen::CompiledKernel compiled;
-    compiled.name = "gemm", compiled.arch = "sm_90a", compiled.ptx = ptx[0];
-    tilejit::codegen::expect_ptxas_accepts(compiled, true);
+    for (bool specialized : {false, true}) {
+      SCOPED_TRACE(specialized ? "warp-specialized" : "");
+      config.warp_specialize = specialized;
+      // Built as a call builds it; the 4-stage rings of both operand tiles fit.
+      KernelReport report;
+      std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
+        report = gd::prepare_gemm_with(p, config, device, Tensor::empty(device, p.features.accumulator(), {1}));
+      });
+      int64_t rings = config.num_stages * (config.block_m + config.block_n) * config.block_k * dtype_storage_bytes(s.a);
+      EXPECT_GE(report.shared_bytes, rings);
+      EXPECT_LE(report.shared_bytes, h100.shared_per_block_optin);
+      EXPECT_EQ(report.num_threads, 32 * (config.num_warps + (specialized ? 4 : 0)));
+      ASSERT_EQ(ptx.size(), 1u);
+      EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
+      EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
+      EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
+      for (const char* added : {"setmaxnreg.dec.sync.aligned.u32 \t40", "setmaxnreg.inc.sync.aligned.u32 \t232",
+                                "mbarrier.arrive.shared.b64", "bar.sync \t1, 256"})
+        EXPECT_EQ(ptx[0].find(added) != std::string::npos, specialized) << added;
+      tilejit::codegen::CompiledKernel compiled;
+      compiled.name = "gemm", compiled.arch = "sm_90a", compiled.ptx = ptx[0];
+      tilejit::codegen::expect_ptxas_accepts(compiled, true);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // shape is tuned on its first call; batched calls and untuned shapes take the heuristic; the
 // sampled-row check rejects a wrong output. The process's cache (and with it the tuning
 // database) lives in a fresh directory, so no earlier run's results are seen.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +13,9 @@
 #include "ops/gemm/gemm_candidate_runner.h"
 #include "ops/gemm/gemm_row_check.h"
 #include "tests/ops/gemm_check.h"
+#include "tests/error_message.h"
 #include "tests/fresh_cache.h"
+#include "tests/ptx_dump.h"
 #include "tests/scoped_env.h"
 
 namespace tjops {
@@ -61,7 +64,9 @@ TEST(GemmTuning, ATunedShapeServesLaterCalls) {
 }
 
 // A stored result unlike anything the heuristic picks (split-K on a problem with plenty of
-// tiles) is what a call of any shape of its bucket runs, unless it breaks a constraint there.
+// tiles; a producer warpgroup, which B's rows of 240 bytes, read through pointers, leave
+// without work) is what a call of any shape of its bucket runs, unless it breaks a
+// constraint there.
 TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name("emu:sm_90a");
   const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, false};
@@ -72,7 +77,8 @@ TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
                            {"BLOCK_K", 32},
                            {"num_warps", 4},
                            {"num_stages", 2},
-                           {"SPLIT_K", 4}}};
+                           {"SPLIT_K", 4},
+                           {"warp_specialize", 1}}};
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
   TJ_SEEDED_RNG(rng);
   // One bucket (K in 129..256); at K = 200, 4 slices of two 32-steps no longer fit: the heuristic.
@@ -86,6 +92,37 @@ TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
     };
     check_gemm(call, rng);
   }
+}
+
+// A stored warp-specialized result on operands that both come through TMA: the call's kernel
+// has the producer warpgroup (setmaxnreg in its PTX) and computes the product. Where an
+// operand comes through pointers, the tuner rejects the config with the reason.
+TEST(GemmTuning, AWarpSpecializedResultRunsAProducerWarpgroup) {
+  Device& device = Device::by_name("emu:sm_90a");
+  const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, true};
+  const at::TunableKernel& op = gd::gemm_tunable(spec);
+  const at::ProblemShape tuned{{{"M", 256}, {"N", 128}, {"K", 512}}};
+  const at::Config stored{{{"BLOCK_M", 64},
+                           {"BLOCK_N", 64},
+                           {"BLOCK_K", 32},
+                           {"num_warps", 4},
+                           {"num_stages", 3},
+                           {"SPLIT_K", 1},
+                           {"warp_specialize", 1}}};
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
+  TJ_SEEDED_RNG(rng);
+  GemmCase call{.m = 192, .n = 128, .k = 384, .device = "emu:sm_90a"};
+  call.options.transpose_b = true;
+  std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_gemm(call, rng); });
+  ASSERT_EQ(ptx.size(), 1u);
+  EXPECT_NE(ptx[0].find("setmaxnreg.inc"), std::string::npos);
+
+  // B (K, N) with rows of 90 bytes: no descriptor for B.
+  const gd::GemmTuningSpec pointer_b{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, false};
+  auto runner = gd::make_gemm_runner(pointer_b, device, {{{"M", 64}, {"N", 45}, {"K", 64}}},
+                                     at::TimingOptions::for_device(device.info()), 1);
+  EXPECT_THAT(tilejit::testing_util::error_of([&] { runner->prepare(stored); }),
+              ::testing::HasSubstr("warp_specialize: a producer warpgroup needs both operands through TMA"));
 }
 
 TEST(GemmTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {

@@ -1,0 +1,160 @@
+// The emulator's operations for warp-specialized kernels on hand-written kernels (LLVM IR):
+// named barriers that count part of the CTA (bar.sync id, count), plain mbarrier arrivals
+// that complete a phase another thread waits for, and setmaxnreg; each rule it enforces
+// planted broken on purpose: counts that differ at one barrier, a barrier its count of
+// threads never reaches, a register count setmaxnreg does not take.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/emu/emu_device.h"
+#include "runtime/jit.h"
+#include "runtime/tensor.h"
+#include "tests/error_message.h"
+
+namespace tilejit {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::error_of;
+
+constexpr int kThreads = 128;
+
+const char* kDeclarations = R"(
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)
+declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)
+declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32)
+declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3))
+declare i1 @llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta(ptr addrspace(3), i32)
+@smem = external addrspace(3) global [0 x i8], align 1024
+)";
+
+// Runs `body` (IR after %t, the thread id, and %word, the i32 at out[t], are defined; it
+// ends in `ret void`) on kThreads threads; returns out.
+std::vector<int32_t> run(const std::string& body) {
+  std::string ir = std::string(kDeclarations) + R"(
+define ptx_kernel void @checked(ptr addrspace(1) %out) {
+entry:
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %word = getelementptr i32, ptr addrspace(1) %out, i32 %t
+)" + body + "}\n";
+  Device& emu = Device::emu();
+  Tensor out = Tensor::empty(emu, DType::i32, {kThreads});
+  out.fill_bytes(0xff);
+  auto loaded = emu_load_llvm_ir(ir, "checked", kThreads, 64);
+  void* out_ptr = out.data();
+  void* args[] = {&out_ptr};
+  emu.launch(*loaded, LaunchDims{{1, 1, 1}, {}}, args, emu.default_stream());
+  emu.default_stream().synchronize();
+  return out.to_host<int32_t>();
+}
+
+// Warps 0 and 1 meet at barrier 1 (64 threads), with `count` threads named by warp 1; warps
+// 2 and 3 leave at once. Thread 0 writes shared memory before the barrier, every thread of
+// the first two warps reads it after.
+std::string two_warps_at_barrier_1(int count_of_warp_1, bool warp_1_leaves = false) {
+  return R"(
+  %warp = lshr i32 %t, 5
+  %stays = icmp ult i32 %warp, 2
+  br i1 %stays, label %work, label %leave
+work:
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %write, label %meet
+write:
+  store i32 42, ptr addrspace(3) @smem
+  br label %meet
+meet:
+  %warp_1 = icmp eq i32 %warp, 1
+  br i1 %warp_1, label %second, label %sync_64
+second:
+  )" + std::string(warp_1_leaves ? "ret void" : "br label %sync_other") + R"(
+sync_other:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 )" +
+         std::to_string(count_of_warp_1) + R"()
+  br label %read
+sync_64:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)
+  br label %read
+read:
+  %v = load i32, ptr addrspace(3) @smem
+  store i32 %v, ptr addrspace(1) %word
+  ret void
+leave:
+  ret void
+)";
+}
+
+TEST(WarpSpecializationChecks, ANamedBarrierWaitsForTheThreadsItCounts) {
+  std::vector<int32_t> out = run(two_warps_at_barrier_1(64));
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(out[static_cast<size_t>(t)], t < 64 ? 42 : -1) << "thread " << t;
+}
+
+TEST(WarpSpecializationChecks, ThreadsAtOneBarrierMustNameOneCount) {
+  EXPECT_THAT(error_of([] { run(two_warps_at_barrier_1(96)); }),
+              HasSubstr("bar.sync 1, 96: 32 threads already wait there for a count of 64"));
+}
+
+TEST(WarpSpecializationChecks, ABarrierItsCountNeverReachesIsReported) {
+  EXPECT_THAT(error_of([] { run(two_warps_at_barrier_1(64, /*warp_1_leaves=*/true)); }),
+              HasSubstr("barrier 1 not reached by the 64 threads it counts: 32 threads (0, 1, 2, 3, 4, 5, 6, 7, ...) "
+                        "wait at the barrier, 96 threads (32, 33, 34, 35, 36, 37, 38, 39, ...) exited"));
+}
+
+TEST(WarpSpecializationChecks, ABarrierCountIsWholeWarpsOfTheCta) {
+  EXPECT_THAT(error_of([] { run("  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 48)\n  ret void\n"); }),
+              HasSubstr("bar.sync 1, 48: the count must be a multiple of 32 in [32, 128]"));
+  EXPECT_THAT(error_of([] { run("  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 16, i32 128)\n  ret void\n"); }),
+              HasSubstr("bar.sync 16: barriers are numbered 0 to 15"));
+}
+
+// Thread 0 initializes an mbarrier for two arrivals; threads 1 and 2 arrive, thread 3 waits
+// for the phase and records it; the others leave.
+TEST(WarpSpecializationChecks, PlainArrivalsCompleteAPhase) {
+  std::vector<int32_t> out = run(R"(
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %init, label %after_init
+init:
+  call void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3) @smem, i32 2)
+  br label %after_init
+after_init:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 0, i32 128)
+  %arrives = icmp ule i32 %t, 2
+  %not_first = icmp ne i32 %t, 0
+  %arriving = and i1 %arrives, %not_first
+  br i1 %arriving, label %arrive, label %maybe_wait
+arrive:
+  %state = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) @smem)
+  ret void
+maybe_wait:
+  %waits = icmp eq i32 %t, 3
+  br i1 %waits, label %wait, label %leave
+wait:
+  %done = call i1 @llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta(ptr addrspace(3) @smem, i32 0)
+  br i1 %done, label %record, label %wait
+record:
+  store i32 7, ptr addrspace(1) %word
+  br label %leave
+leave:
+  ret void
+)");
+  EXPECT_EQ(out[3], 7);
+}
+
+TEST(WarpSpecializationChecks, SetmaxnregTakesMultiplesOf8From24To256) {
+  std::vector<int32_t> out = run(R"(
+  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 232)
+  store i32 1, ptr addrspace(1) %word
+  ret void
+)");
+  EXPECT_EQ(out[127], 1);
+  for (int count : {16, 260, 100})
+    EXPECT_THAT(error_of([&] {
+                  run("  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 " + std::to_string(count) +
+                      ")\n  ret void\n");
+                }),
+                HasSubstr("setmaxnreg " + std::to_string(count) +
+                          ": the register count must be a multiple of 8 in [24, 256]"));
+}
+
+}  // namespace
+}  // namespace tilejit

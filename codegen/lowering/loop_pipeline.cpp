@@ -215,7 +215,8 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   if (dot_in_flight_) L_.dots_in_flight.insert(dot_in_flight_);
   if (specialized_) {
     lb_ = lb;
-    return split_warps(lb, ub, step);
+    split_warps(lb, ub, step);
+    return;
   }
   for (int s = 0; s < stages_ - 1 - lag(); ++s) {
     llvm::Value* iv = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), s)));
@@ -311,7 +312,8 @@ void LoopPipeline::fence_proxy_async() {
   L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
 }
 
-void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot) {
+void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot, bool by_producer) {
+  TJ_CHECK(!by_producer || !uses_cp_async_);  // a producer only issues TMA copies
   auto& b = L_.b;
   const ir::Value* iv_arg = loop_.region(0).args[0];
   // The prologue runs before the loop defines its induction variable.
@@ -360,8 +362,8 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     mbarrier_arrive_expect_tx(L_, barrier(slot), bytes);
     for (auto& [s, at] : blocks) issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1]);
   };
-  if (!blocks.empty() && !in_range) issue_blocks();
-  if (!blocks.empty() && in_range) L_.emit_if(b.CreateAnd(first_thread(), in_range), "tma.issue", issue_blocks);
+  if (!blocks.empty() && by_producer) issue_blocks();
+  if (!blocks.empty() && !by_producer) L_.emit_if(b.CreateAnd(first_thread(), in_range), "tma.issue", issue_blocks);
   if (current) L_.define(iv_arg, *current);
   L_.enter_region();
 }

@@ -28,7 +28,7 @@
 // barrier) with iteration i+S-2. After the loop the last group is waited for, its
 // accumulator registers passing through the wait.
 //
-// Warp specialization (the function's warp_specialize, sm_90+): when every staged load is a
+// Warp specialization (the function's warp_specialize, sm_90a): when every staged load is a
 // TMA block and the loop is the first of its kind at the top of the function, with nothing
 // before it that stores, a producer warpgroup joins the num_warps warps. After the mbarriers
 // are initialized the warps split (setmaxnreg moves registers from the producer to the
@@ -95,8 +95,8 @@ class LoopPipeline {
   int lag() const { return dot_in_flight_ ? 1 : 0; }
 
   // Copies of iteration `iv` of every staged load into ring slot `slot`; none when !in_range.
-  // `in_range` null: the calling thread issues the TMA copies (the producer, in range).
-  void issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot);
+  // by_producer: the calling thread is the producer, which issues every TMA copy itself.
+  void issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot, bool by_producer = false);
   llvm::Value* tile(const Staged& s, llvm::Value* slot);
   void commit();
   // The mbarrier of ring slot `slot` (i32), where TMA copies complete; with warp

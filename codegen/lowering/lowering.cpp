@@ -364,6 +364,9 @@ LoweredKernel Lowering::run() {
   b.CreateRetVoid();
   int num_threads = 32 * (fn.num_warps + producer_warps);
   kernel_->addFnAttr("nvvm.maxntid", std::to_string(num_threads));
+  // setmaxnreg needs the register count at entry, which ptxas fixes only for a known number
+  // of CTAs per SM: one, whose pool of registers the warpgroups share out.
+  if (producer_warps) kernel_->addFnAttr("nvvm.minctasm", "1");
 
   std::string error;
   llvm::raw_string_ostream os(error);

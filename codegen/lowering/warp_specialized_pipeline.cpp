@@ -17,32 +17,48 @@ using K = ir::OpKind;
 
 constexpr int kWarpgroupWarps = 4;
 constexpr int kMaxCtaWarps = 32;
-constexpr int64_t kRegisterFile = 65536;  // 32-bit registers of an SM, which one CTA may take whole
+constexpr int64_t kRegisterFile = 65536;  // 32-bit registers of an SM
 // The producer thread computes block coordinates and issues copies: a few loop counters.
 constexpr int kProducerRegisters = 40;
 constexpr int kMaxThreadRegisters = 256;  // setmaxnreg's limit
+constexpr int kMaxEntryRegisters = 255;   // what ptxas gives a thread at most
 
-// What each consumer thread may take once the producer warpgroup gave its registers back.
+// setmaxnreg.inc only takes registers from the CTA's own pool: its threads times the count
+// each started with, which for one CTA per SM (nvvm.minctasm 1) is at most the register file
+// shared out, rounded down to the allocation's 8. The consumers share that pool less what
+// the producer warpgroup keeps.
 int consumer_registers(int consumer_warps) {
-  int64_t per_thread = (kRegisterFile - 32 * kWarpgroupWarps * kProducerRegisters) / (32 * consumer_warps);
+  int64_t threads = 32 * int64_t{consumer_warps + kWarpgroupWarps};
+  int64_t at_entry = std::min<int64_t>(kMaxEntryRegisters, kRegisterFile / threads) / 8 * 8;
+  int64_t pool = threads * at_entry;
+  int64_t per_thread = (pool - 32 * kWarpgroupWarps * kProducerRegisters) / (32 * consumer_warps);
   return static_cast<int>(std::min<int64_t>(kMaxThreadRegisters, per_thread / 8 * 8));
 }
 
-// Ops the producer warps may run with the consumers before the split: their warp numbers
-// alias the consumers', so nothing that writes memory, prints, runs a warpgroup's dot or a
-// reduction, or holds regions.
+// Ops the producer warps may run with the consumers before the split. Their warp numbers
+// alias the consumers', so they compute the same values, and anything that writes global
+// memory, prints, or runs a warpgroup's dot or a reduction would run twice: only index and
+// value arithmetic and loads.
 bool harmless_before_split(K kind) {
   switch (kind) {
-    case K::store:
-    case K::atomic_add:
-    case K::atomic_max:
-    case K::atomic_cas:
-    case K::print:
-    case K::dot:
-    case K::reduce:
-    case K::for_loop:
-    case K::if_else: return false;
-    default: return true;
+    case K::constant:
+    case K::program_id:
+    case K::num_programs:
+    case K::arange:
+    case K::splat:
+    case K::broadcast:
+    case K::expand_dims:
+    case K::reshape:
+    case K::trans:
+    case K::cmp:
+    case K::fma:
+    case K::select:
+    case K::cast:
+    case K::bitcast:
+    case K::addptr:
+    case K::load:
+    case K::desc_load: return true;
+    default: return ir::is_elementwise_binary(kind) || ir::is_elementwise_unary(kind);
   }
 }
 
@@ -50,7 +66,8 @@ bool harmless_before_split(K kind) {
 
 bool LoopPipeline::can_specialize(const Lowering& L, const ir::Op& loop, const std::vector<Staged>& staged) {
   const ir::Function& fn = L.fn;
-  if (!fn.warp_specialize || !L.has_tma()) return false;
+  // Consumers that multiply with wgmma (sm_90a): the only ones tested with a producer.
+  if (!fn.warp_specialize || !L.has_tma() || !L.target.has_wgmma) return false;
   // The consumers run wgmma in whole warpgroups; the producer's warpgroup must fit in the CTA.
   if (fn.num_warps % kWarpgroupWarps != 0 || fn.num_warps + kWarpgroupWarps > kMaxCtaWarps) return false;
   if (!std::all_of(staged.begin(), staged.end(), [](const Staged& s) { return s.tma; })) return false;
@@ -104,7 +121,7 @@ void LoopPipeline::emit_producer_loop(llvm::Value* lb, llvm::Value* ub, llvm::Va
   // Every consumer released what the slot held a lap ago. In the first lap the wait is for
   // the phase before the first, complete from the start.
   mbarrier_wait(L_, empty_barrier(slot), b.CreateZExt(b.CreateNot(second_lap), b.getInt32Ty()));
-  issue(iv, /*in_range=*/nullptr, slot);
+  issue(iv, b.getTrue(), slot, /*by_producer=*/true);
   llvm::Value* iv_next = b.CreateAdd(iv, step, "producer.iv.next", false, true);
   llvm::Value* position_next = next_position(position);
   llvm::BasicBlock* latch = b.GetInsertBlock();

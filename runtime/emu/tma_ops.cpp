@@ -134,6 +134,9 @@ uint64_t mbarrier_arrive(void* bar) {
   uint64_t state = b.phase;
   --b.pending;
   complete_phase_if_done(b);
+  // A waiter this arrival released (a producer refilling a slot) runs before the arriving
+  // thread goes on, so a slot released before its last read is overwritten while it matters.
+  yield_to_scheduler();
   return state;
 }
 

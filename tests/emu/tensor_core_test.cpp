@@ -91,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Warp-specialized: a producer warpgroup's thread issues the copies into slots the
         // consumers release on empty mbarriers (K steps several laps around the ring, so that
         // a slot released early is overwritten while read); wgmma in flight (3+ stages) or
-        // not (2), one or two consumer warpgroups, more stages than K steps, gemm's wide
+        // not (2), one, two or four consumer warpgroups, more stages than K steps, gemm's wide
         // tile, 8-bit B as (N, K); and sm_80, which has no TMA and ignores the request.
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 128, 128, 64, 8, 200, 136, 456, 4, false, false, true, true},
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 70, 72, 160, 2, true, false, true, true},
@@ -99,6 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 128, 8, 64, 128, 1104, 4, true, false, true, true},
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 128, 256, 64, 8, 130, 264, 520, 3, false, false, true, true},
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 64, 4, 64, 64, 64, 4, false, false, true, true},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 256, 64, 64, 16, 260, 64, 328, 3, false, false, true, true},
         TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 72, 3, false, false, true, true}),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 

@@ -3,6 +3,8 @@
 // numbers of the call against the reference on the emulator.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "ops/gemm/gemm_config.h"
 #include "ops/gemm/gemm_launch.h"
 #include "ops/gemm/gemm_operands.h"
@@ -161,9 +163,17 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
     EXPECT_EQ(config.num_stages, 4);
     gd::GemmOperands operands = gd::gemm_operands(p, config, h100);
     EXPECT_TRUE(operands.a && operands.b);
-    for (bool specialized : {false, true}) {
-      SCOPED_TRACE(specialized ? "warp-specialized" : "");
-      config.warp_specialize = specialized;
+    // Consumer warps and the registers setmaxnreg gives each: what 384 or 640 threads
+    // started with (168, 96), less the producer's 40 each, shared out.
+    struct Variant {
+      bool specialized;
+      int64_t warps;
+      const char* consumer_registers;
+    };
+    for (const Variant& v : {Variant{false, 8, ""}, Variant{true, 8, "232"}, Variant{true, 16, "104"}}) {
+      bool specialized = v.specialized;
+      SCOPED_TRACE(specialized ? fmt::format("warp-specialized, {} warps", v.warps) : "");
+      config.warp_specialize = specialized, config.num_warps = v.warps;
       // Built as a call builds it; the 4-stage rings of both operand tiles fit.
       KernelReport report;
       std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
@@ -177,8 +187,10 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
       EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
       EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
-      for (const char* added : {"setmaxnreg.dec.sync.aligned.u32 \t40", "setmaxnreg.inc.sync.aligned.u32 \t232",
-                                "mbarrier.arrive.shared.b64", "bar.sync \t1, 256"})
+      for (const std::string& added :
+           {std::string("setmaxnreg.dec.sync.aligned.u32 \t40"),
+            fmt::format("setmaxnreg.inc.sync.aligned.u32 \t{}", v.consumer_registers),
+            std::string("mbarrier.arrive.shared.b64"), fmt::format("bar.sync \t1, {}", 32 * v.warps)})
         EXPECT_EQ(ptx[0].find(added) != std::string::npos, specialized) << added;
       tilejit::codegen::CompiledKernel compiled;
       compiled.name = "gemm", compiled.arch = "sm_90a", compiled.ptx = ptx[0];

@@ -22,8 +22,8 @@ using K = ir::OpKind;
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-// Ops that compute without side effects and without shared memory: safe to lower again for
-// an iteration ahead.
+}  // namespace
+
 bool recomputable(K kind) {
   switch (kind) {
     case K::constant:
@@ -42,6 +42,8 @@ bool recomputable(K kind) {
     default: return ir::is_elementwise_binary(kind) || ir::is_elementwise_unary(kind);
   }
 }
+
+namespace {
 
 // Adds the body's ops that `v` depends on to `slice`; false when `v` depends on a loop-carried
 // value or on an op that cannot be lowered again.

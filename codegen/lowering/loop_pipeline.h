@@ -48,6 +48,10 @@
 
 namespace tilejit::codegen::lowering {
 
+// Ops that compute without side effects and without shared memory: safe to lower again for
+// an iteration ahead.
+bool recomputable(ir::OpKind kind);
+
 class LoopPipeline {
  public:
   // The pipeline of `loop`, or null when nothing in it qualifies.

@@ -38,28 +38,9 @@ int consumer_registers(int consumer_warps) {
 // Ops the producer warps may run with the consumers before the split. Their warp numbers
 // alias the consumers', so they compute the same values, and anything that writes global
 // memory, prints, or runs a warpgroup's dot or a reduction would run twice: only index and
-// value arithmetic and loads.
+// value arithmetic, shape ops and loads.
 bool harmless_before_split(K kind) {
-  switch (kind) {
-    case K::constant:
-    case K::program_id:
-    case K::num_programs:
-    case K::arange:
-    case K::splat:
-    case K::broadcast:
-    case K::expand_dims:
-    case K::reshape:
-    case K::trans:
-    case K::cmp:
-    case K::fma:
-    case K::select:
-    case K::cast:
-    case K::bitcast:
-    case K::addptr:
-    case K::load:
-    case K::desc_load: return true;
-    default: return ir::is_elementwise_binary(kind) || ir::is_elementwise_unary(kind);
-  }
+  return recomputable(kind) || kind == K::reshape || kind == K::trans || kind == K::load || kind == K::desc_load;
 }
 
 }  // namespace

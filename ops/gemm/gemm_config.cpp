@@ -12,10 +12,17 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
   return {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"BLOCK_K", block_k},
           {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}, {"num_stages", num_stages},
-          {"A_TRANSPOSED", a_transposed}, {"B_TRANSPOSED", b_transposed}, {"warp_specialize", warp_specialize}};
+          {"A_TRANSPOSED", a_transposed}, {"B_TRANSPOSED", b_transposed}, {"warp_specialize", warp_specialize},
+          {"PERSISTENT", persistent}};
 }
 
 int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }
+
+int64_t GemmConfig::programs(const GemmProblem& p, const DeviceInfo& device) const {
+  int64_t tiles = output_tiles(p);
+  if (!persistent) return tiles;
+  return std::clamp<int64_t>(int64_t{device.sm_count} / (p.batch * split_k), 1, tiles);
+}
 
 bool a_stored_transposed(const GemmProblem& p) { return p.a_strides.col != 1 && p.a_strides.row == 1; }
 bool b_stored_transposed(const GemmProblem& p) { return p.b_strides.row == 1 && p.b_strides.col != 1; }

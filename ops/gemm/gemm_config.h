@@ -19,11 +19,18 @@ struct GemmConfig {
   // A producer warpgroup issues the pipeline's TMA copies while the num_warps warps multiply
   // (sm_90, both operands through tensor descriptors; elsewhere it does not apply).
   bool warp_specialize = false;
+  // About one program per multiprocessor, each looping over output tiles (GROUP_M's order
+  // holds across them): no tail of CTAs launched late, and with a producer warpgroup the next
+  // tile's copies run during this one's epilogue.
+  bool persistent = false;
   // Operands whose memory runs along K the other way: A stored (K, M), B stored (N, K).
   bool a_transposed = false, b_transposed = false;
 
   std::vector<std::pair<std::string, int64_t>> constants() const;
   int64_t output_tiles(const GemmProblem& p) const;  // per batch
+  // Programs along the grid's first dim: one per output tile, or with `persistent` as many
+  // as the device runs at once (one per multiprocessor shared among batches and slices).
+  int64_t programs(const GemmProblem& p, const DeviceInfo& device) const;
 };
 
 GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device);

@@ -33,7 +33,8 @@ MatrixStrides workspace_strides(const GemmProblem& p) { return {p.m * p.n, p.n, 
 // The main kernel's constants (a config sets them), with their defaults.
 std::vector<ConstantDecl> main_constants() {
   return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},   {"SPLIT_K", 1},
-          {"num_warps", 8},  {"num_stages", 1}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}};
+          {"num_warps", 8},  {"num_stages", 1}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0},
+          {"PERSISTENT", 0}};
 }
 
 }  // namespace
@@ -61,73 +62,82 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], group = c["GROUP_M"];
         const Tile &M = in["M"], &N = in["N"], &K = in["K"];
 
-        // Tiles in groups of GROUP_M tile rows, column by column within a group.
-        Tile pid = program_id(0);
         Tile tiles_m = cdiv(M, bm), tiles_n = cdiv(N, bn);
-        Tile group_size = tiles_n * group;
-        Tile first_m = pid / group_size * group;
-        Tile group_rows = minimum(tiles_m - first_m, group);
-        Tile tile_m = first_m + pid % group_size % group_rows;
-        Tile tile_n = pid % group_size / group_rows;
         Tile batch = cast(program_id(1), DType::i64);
 
         // This program's slice of K: whole BLOCK_K steps, the last slice takes the rest.
         Tile steps = cdiv(cdiv(K, bk), c["SPLIT_K"]) * bk;
         Tile k_begin = program_id(2) * steps;
         Tile k_end = minimum(K, k_begin + steps);
+        Tile ks = arange(0, bk);  // (BLOCK_K)
 
-        Tile rows = tile_m * bm + arange(0, bm);  // (BLOCK_M)
-        Tile cols = tile_n * bn + arange(0, bn);  // (BLOCK_N)
-        Tile ks = arange(0, bk);                  // (BLOCK_K)
-        // An operand whose memory runs along K the other way (A stored (K, M), B stored (N, K))
-        // is read in that order, so that its reads are contiguous, and multiplied as its
-        // transpose. Through a descriptor, TMA zero-fills past the tensor's edges (rows past
-        // M or N of stacked batches read the next batch, never stored; K past the end reads
-        // zeros, gemm_operands.h). Through pointers, rows and columns past the edge read a
-        // valid row / column again (never stored), so only K needs a mask.
-        bool a_t = c["A_TRANSPOSED"], b_t = c["B_TRANSPOSED"];
-        // A descriptor's rows stack the batches: this batch's first row.
-        auto first_row = [&](const char* name) { return program_id(1) * in[std::string(name) + "_batch_rows"]; };
-        bool a_desc = in.has("a_batch_rows"), b_desc = in.has("b_batch_rows");
-        std::optional<Tile> a_ptrs, b_ptrs;
-        if (a_desc)
-          TJ_CHECK(in["a"].shape() == (a_t ? std::vector<int64_t>{bk, bm} : std::vector<int64_t>{bm, bk}));
-        else
-          a_ptrs = a_t ? transposed_matrix_pointers(in, "a", batch, rows % M, ks)  // (BLOCK_K, BLOCK_M)
-                       : matrix_pointers(in, "a", batch, rows % M, ks);           // (BLOCK_M, BLOCK_K)
-        if (b_desc)
-          TJ_CHECK(in["b"].shape() == (b_t ? std::vector<int64_t>{bn, bk} : std::vector<int64_t>{bk, bn}));
-        else
-          b_ptrs = b_t ? transposed_matrix_pointers(in, "b", batch, ks, cols % N)  // (BLOCK_N, BLOCK_K)
-                       : matrix_pointers(in, "b", batch, ks, cols % N);           // (BLOCK_K, BLOCK_N)
-        auto a_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_M, BLOCK_K)
-          if (a_desc) {
-            Tile row = first_row("a") + tile_m * bm;
-            return a_t ? trans(desc_load(in["a"], {k, row})) : desc_load(in["a"], {row, k});
-          }
-          Tile at_k = *a_ptrs + k * in["a_col_stride"];
-          return a_t ? trans(load(at_k, expand_dims(k_in, 1))) : load(at_k, expand_dims(k_in, 0));
-        };
-        auto b_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_K, BLOCK_N)
-          if (b_desc) {
-            Tile col = tile_n * bn;
-            return b_t ? trans(desc_load(in["b"], {first_row("b") + col, k})) : desc_load(in["b"], {first_row("b") + k, col});
-          }
-          Tile at_k = *b_ptrs + k * in["b_row_stride"];
-          return b_t ? trans(load(at_k, expand_dims(k_in, 0))) : load(at_k, expand_dims(k_in, 1));
-        };
-        Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
-          Tile k_in = ks + k < k_end;  // (BLOCK_K)
-          return dot(a_tile(k, k_in), b_tile(k, k_in), acc, f.precision);  // (BLOCK_M, BLOCK_N)
-        });
+        // Output tile `pid` of the batch's: tiles in groups of GROUP_M tile rows, column by
+        // column within a group.
+        auto output_tile = [&](const Tile& pid) {
+          Tile group_size = tiles_n * group;
+          Tile first_m = pid / group_size * group;
+          Tile group_rows = minimum(tiles_m - first_m, group);
+          Tile tile_m = first_m + pid % group_size % group_rows;
+          Tile tile_n = pid % group_size / group_rows;
 
-        Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)
-        Tile out_ptrs = matrix_pointers(in, "out", batch, rows, cols);
-        if (writes_workspace) {
-          store(out_ptrs + cast(program_id(2), DType::i64) * in["out_slice_stride"], acc, in_bounds);
-        } else {
-          store(out_ptrs, apply_epilogue(f, in, acc, batch, rows, cols, in_bounds), in_bounds);
-        }
+          Tile rows = tile_m * bm + arange(0, bm);  // (BLOCK_M)
+          Tile cols = tile_n * bn + arange(0, bn);  // (BLOCK_N)
+          // An operand whose memory runs along K the other way (A stored (K, M), B stored (N, K))
+          // is read in that order, so that its reads are contiguous, and multiplied as its
+          // transpose. Through a descriptor, TMA zero-fills past the tensor's edges (rows past
+          // M or N of stacked batches read the next batch, never stored; K past the end reads
+          // zeros, gemm_operands.h). Through pointers, rows and columns past the edge read a
+          // valid row / column again (never stored), so only K needs a mask.
+          bool a_t = c["A_TRANSPOSED"], b_t = c["B_TRANSPOSED"];
+          // A descriptor's rows stack the batches: this batch's first row.
+          auto first_row = [&](const char* name) { return program_id(1) * in[std::string(name) + "_batch_rows"]; };
+          bool a_desc = in.has("a_batch_rows"), b_desc = in.has("b_batch_rows");
+          std::optional<Tile> a_ptrs, b_ptrs;
+          if (a_desc)
+            TJ_CHECK(in["a"].shape() == (a_t ? std::vector<int64_t>{bk, bm} : std::vector<int64_t>{bm, bk}));
+          else
+            a_ptrs = a_t ? transposed_matrix_pointers(in, "a", batch, rows % M, ks)  // (BLOCK_K, BLOCK_M)
+                         : matrix_pointers(in, "a", batch, rows % M, ks);           // (BLOCK_M, BLOCK_K)
+          if (b_desc)
+            TJ_CHECK(in["b"].shape() == (b_t ? std::vector<int64_t>{bn, bk} : std::vector<int64_t>{bk, bn}));
+          else
+            b_ptrs = b_t ? transposed_matrix_pointers(in, "b", batch, ks, cols % N)  // (BLOCK_N, BLOCK_K)
+                         : matrix_pointers(in, "b", batch, ks, cols % N);           // (BLOCK_K, BLOCK_N)
+          auto a_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_M, BLOCK_K)
+            if (a_desc) {
+              Tile row = first_row("a") + tile_m * bm;
+              return a_t ? trans(desc_load(in["a"], {k, row})) : desc_load(in["a"], {row, k});
+            }
+            Tile at_k = *a_ptrs + k * in["a_col_stride"];
+            return a_t ? trans(load(at_k, expand_dims(k_in, 1))) : load(at_k, expand_dims(k_in, 0));
+          };
+          auto b_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_K, BLOCK_N)
+            if (b_desc) {
+              Tile col = tile_n * bn;
+              return b_t ? trans(desc_load(in["b"], {first_row("b") + col, k}))
+                         : desc_load(in["b"], {first_row("b") + k, col});
+            }
+            Tile at_k = *b_ptrs + k * in["b_row_stride"];
+            return b_t ? trans(load(at_k, expand_dims(k_in, 0))) : load(at_k, expand_dims(k_in, 1));
+          };
+          Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
+            Tile k_in = ks + k < k_end;  // (BLOCK_K)
+            return dot(a_tile(k, k_in), b_tile(k, k_in), acc, f.precision);  // (BLOCK_M, BLOCK_N)
+          });
+
+          Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)
+          Tile out_ptrs = matrix_pointers(in, "out", batch, rows, cols);
+          if (writes_workspace) {
+            store(out_ptrs + cast(program_id(2), DType::i64) * in["out_slice_stride"], acc, in_bounds);
+          } else {
+            store(out_ptrs, apply_epilogue(f, in, acc, batch, rows, cols, in_bounds), in_bounds);
+          }
+        };
+        // A persistent launch has fewer programs than tiles (about one per multiprocessor):
+        // each takes every num_programs-th tile, so the programs running at once still work
+        // on neighbouring groups.
+        if (c["PERSISTENT"]) for_range(program_id(0), tiles_m * tiles_n, num_programs(0), output_tile);
+        else output_tile(program_id(0));
       });
 }
 

@@ -50,15 +50,15 @@ BoundKernel sum_kernel(const GemmProblem& p, const GemmConfig& config, const Nam
 void launch_gemm_with(const GemmProblem& p, GemmConfig config, Stream& s) {
   config = clamped(config, p);
   const GemmFeatures& f = p.features;
-  Dim3 tiles{grid_dim(config.output_tiles(p)), grid_dim(p.batch), grid_dim(config.split_k)};
+  Dim3 grid{grid_dim(config.programs(p, s.device().info())), grid_dim(p.batch), grid_dim(config.split_k)};
   if (config.split_k == 1) {
     MainKernel main(p, config, s.device().info(), nullptr);
-    main.kernel->launch_args(s, LaunchDims{tiles, {}}, main.args.values());
+    main.kernel->launch_args(s, LaunchDims{grid, {}}, main.args.values());
     return;
   }
   Tensor workspace = Tensor::scratch(s, f.accumulator(), {config.split_k, p.batch, p.m, p.n});
   MainKernel main(p, config, s.device().info(), &workspace);
-  main.kernel->launch_args(s, LaunchDims{tiles, {}}, main.args.values());
+  main.kernel->launch_args(s, LaunchDims{grid, {}}, main.args.values());
 
   NamedArguments sum = reduction_arguments(p, workspace);
   Dim3 sum_grid{grid_dim(((p.m + kSumBlockM - 1) / kSumBlockM) * ((p.n + kSumBlockN - 1) / kSumBlockN)),

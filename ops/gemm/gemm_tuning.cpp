@@ -27,7 +27,8 @@ bool tma_operands(const GemmTuningSpec& spec) { return spec.a != DType::f32; }
 
 // Tiles for the tensor cores (wgmma needs 64 rows) with BLOCK_K spanning 64 or 128 bytes of a
 // row and two to four stages, smaller ones for FMA; split-K up to 8 slices; with TMA operands,
-// the copies issued by the consumer warps or by a producer warpgroup.
+// the copies issued by the consumer warps or by a producer warpgroup; one program per output
+// tile or persistent programs.
 autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   autotune::ConfigSpace space;
   int bytes = dtype_storage_bytes(spec.a);
@@ -39,6 +40,7 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
     space.add("num_warps", {4, 8}).add("num_stages", {2, 3, 4});
   }
   space.add("SPLIT_K", {1, 2, 4, 8});
+  if (!on_cuda_cores(spec)) space.add("PERSISTENT", {0, 1});
   if (tma_operands(spec)) space.add("warp_specialize", {0, 1});
   // At most 128 accumulator values per thread: more spill.
   space.require("BLOCK_M * BLOCK_N <= 128 * 32 * num_warps", [](const Config& c, const ProblemShape&) {
@@ -84,6 +86,7 @@ Config tuned_values(const GemmTuningSpec& spec, const GemmConfig& c) {
                  {"num_warps", c.num_warps},
                  {"num_stages", c.num_stages},
                  {"SPLIT_K", c.split_k}}};
+  if (!on_cuda_cores(spec)) values.values.emplace_back("PERSISTENT", c.persistent);
   if (tma_operands(spec)) values.values.emplace_back("warp_specialize", c.warp_specialize);
   return values;
 }

@@ -30,6 +30,8 @@ struct GemmCase {
   std::string device = "emu";
   // Called with the operands and options just before the call, to look at how gemm will run them.
   std::function<void(const Tensor& a, const Tensor& b, const tilejit::ops::GemmOptions& o)> before_launch = {};
+  // How the case computes out; tilejit::ops::gemm when not set.
+  std::function<void(const Tensor& a, const Tensor& b, const Tensor& out, const tilejit::ops::GemmOptions& o)> launch = {};
 };
 
 struct Inputs {
@@ -137,7 +139,8 @@ inline void check_gemm(GemmCase c, Rng& rng) {
                                          : c.a == DType::f8e4m3 || c.a == DType::f8e5m2 ? DType::bf16 : c.a);
   Tensor out = poisoned(out_dtype, out_shape, dev);
   if (c.before_launch) c.before_launch(a, b, o);
-  tilejit::ops::gemm(a, b, out, o);
+  if (c.launch) c.launch(a, b, out, o);
+  else tilejit::ops::gemm(a, b, out, o);
 
   std::vector<LD> want(outputs), allowed(outputs);
   double acc_error = accumulation_error(c), rounding = output_rounding(out_dtype);

@@ -114,8 +114,23 @@ const ir::Op* dot_reading_through_shared(const Lowering& L, const ir::Block& bod
 
 std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop) {
   if (L.fn.num_stages < 2 || L.target.compute_capability < 80) return nullptr;
-  const ir::Block& body = loop.region(0);
   std::map<const ir::Value*, int> uses = count_uses(L.fn.body);
+  std::vector<Staged> staged = staged_loads(L, loop, uses);
+  if (!staged.empty()) {
+    bool specialized = can_specialize(L, loop, nullptr, staged);
+    return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, nullptr, std::move(staged), uses, specialized));
+  }
+  // None of its own: a producer may run the copies of a loop inside it across its iterations.
+  const ir::Op* inner = inner_loop_to_span(loop);
+  if (!inner) return nullptr;
+  staged = staged_loads(L, *inner, uses);
+  if (staged.empty() || !can_specialize(L, *inner, &loop, staged)) return nullptr;
+  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, *inner, &loop, std::move(staged), uses, true));
+}
+
+std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const ir::Op& loop,
+                                                             std::map<const ir::Value*, int>& uses) {
+  const ir::Block& body = loop.region(0);
   std::vector<Staged> staged;
   for (const auto& op : body.ops) {
     if (op->kind == K::desc_load && L.has_tma()) {
@@ -139,14 +154,17 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
     staged.push_back({op.get(), in_body_order(body, slice), width, L.wgmma_dot_tiling(*dot).has_value()});
   }
-  if (staged.empty()) return nullptr;
-  bool specialized = can_specialize(L, loop, staged);
-  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, loop, std::move(staged), uses, specialized));
+  return staged;
 }
 
-LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged,
+LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, const ir::Op* outer, std::vector<Staged> staged,
                            const std::map<const ir::Value*, int>& uses, bool specialized)
-    : L_(L), loop_(loop), staged_(std::move(staged)), stages_(L.fn.num_stages), specialized_(specialized) {
+    : L_(L),
+      loop_(loop),
+      outer_(outer),
+      staged_(std::move(staged)),
+      stages_(L.fn.num_stages),
+      specialized_(specialized) {
   dot_in_flight_ = find_dot_in_flight(uses);
   for (const Staged& s : staged_) (s.tma ? uses_tma_ : uses_cp_async_) = true;
 }
@@ -216,7 +234,6 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   }
   if (dot_in_flight_) L_.dots_in_flight.insert(dot_in_flight_);
   if (specialized_) {
-    lb_ = lb;
     split_warps(lb, ub, step);
     return;
   }
@@ -225,6 +242,11 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     issue(iv, b.CreateICmpSLT(iv, ub), L_.const_i32(s));
     commit();
   }
+}
+
+llvm::Value* LoopPipeline::enter(llvm::Value* lb) {
+  lb_ = lb;
+  return outer_ ? L_.b.CreateLoad(L_.b.getInt32Ty(), position_variable_, "ring.position.entry") : L_.const_i32(0);
 }
 
 void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* position) {
@@ -269,14 +291,21 @@ llvm::Value* LoopPipeline::next_position(llvm::Value* position) {
                         b.CreateAdd(position, L_.const_i32(1)));
 }
 
-void LoopPipeline::finish() {
+void LoopPipeline::leave(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
   if (dot_in_flight_) {
     const ir::Value* result = loop_.results[carried_index_];
     Regs regs = L_.home(result);
     regs.values = L_.wait_for_wgmma(0, regs.values);
     L_.define(result, std::move(regs));
-    L_.dots_in_flight.erase(dot_in_flight_);
   }
+  if (!outer_) return;
+  L_.b.CreateStore(position, position_variable_);
+  release_last_slots(position, lb, ub, step);
+  for (const Staged& s : staged_) L_.staged_operands.erase(s.load->result());
+}
+
+void LoopPipeline::finish() {
+  if (dot_in_flight_) L_.dots_in_flight.erase(dot_in_flight_);
   if (uses_cp_async_) L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   L_.barrier();
   // Every copy issued was for an iteration that waited for it: no TMA is in flight.

@@ -38,6 +38,16 @@
 // without CTA barriers: iteration i releases the slot of i-1 (i-2 while the dot stays in
 // flight) and waits for its own slot's copies. From the split on, barriers count the
 // consumer threads only (Lowering::producer_warps).
+//
+// The producer may also run across the iterations of a loop around the pipelined one (a
+// persistent kernel's loop over output tiles): when that outer loop is the first at the top
+// of the function, carries no values, and only such harmless ops come before the inner loop
+// in its body. The split then comes before the outer loop; the producer runs the outer loop
+// too, computing what its body computes before the inner loop, and its ring position runs on
+// from one inner loop to the next, so it fills the slots with the next tile's operands while
+// the consumers finish this one (the epilogue). The consumers carry the position from tile to
+// tile (in a local variable) and, leaving the inner loop, wait for its dots and release the
+// slots its last iterations held. The rings stay allocated until the outer loop ends.
 #pragma once
 
 #include <map>
@@ -54,16 +64,24 @@ bool recomputable(ir::OpKind kind);
 
 class LoopPipeline {
  public:
-  // The pipeline of `loop`, or null when nothing in it qualifies.
+  // The pipeline planned for `loop`: of its own loads, or of the loop in its body whose
+  // producer runs across its iterations (see above); null when nothing qualifies.
   static std::unique_ptr<LoopPipeline> plan(Lowering& L, const ir::Op& loop);
+  // The loop whose loads the pipeline stages.
+  const ir::Op& loop() const { return loop_; }
 
-  // Before the loop: takes the buffers and issues iterations 0 .. S-2.
+  // Before the loop `plan` was given: takes the buffers and issues iterations 0 .. S-2 (or
+  // splits the warps).
   void prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  // Before loop(), given its lower bound: the ring position of its first iteration.
+  llvm::Value* enter(llvm::Value* lb);
   // At the top of the body, `position` being this iteration's in two laps around the ring
   // (0 in the first; slot = position mod S).
   void begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* position);
   llvm::Value* next_position(llvm::Value* position);
-  // After the loop.
+  // After loop(), `position` being that of the iteration that did not run.
+  void leave(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  // After the loop `plan` was given.
   void finish();
 
  private:
@@ -76,20 +94,34 @@ class LoopPipeline {
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
   };
-  // `uses`: how many ops of the function use each value.
-  LoopPipeline(Lowering& L, const ir::Op& loop, std::vector<Staged> staged, const std::map<const ir::Value*, int>& uses,
-               bool specialized);
+  // `uses`: how many ops of the function use each value. `outer`: the loop around `loop` whose
+  // iterations the producer runs across, or null.
+  LoopPipeline(Lowering& L, const ir::Op& loop, const ir::Op* outer, std::vector<Staged> staged,
+               const std::map<const ir::Value*, int>& uses, bool specialized);
+  // The loads of `loop`'s body the pipeline can stage.
+  static std::vector<Staged> staged_loads(Lowering& L, const ir::Op& loop, std::map<const ir::Value*, int>& uses);
 
   // --- warp specialization (codegen/lowering/warp_specialized_pipeline.cpp) ---
-  // Whether the loop's pipeline can run on a producer warpgroup (see above).
-  static bool can_specialize(const Lowering& L, const ir::Op& loop, const std::vector<Staged>& staged);
+  // Whether the loop's pipeline can run on a producer warpgroup (see above), across the
+  // iterations of `outer` when given.
+  static bool can_specialize(const Lowering& L, const ir::Op& loop, const ir::Op* outer,
+                             const std::vector<Staged>& staged);
+  // The loop in `outer`'s body a producer could run across `outer`'s iterations, or null.
+  static const ir::Op* inner_loop_to_span(const ir::Op& outer);
   // After the mbarriers are initialized: the producer warps run every iteration's copies and
-  // leave; the code after this point runs on the consumer warps.
+  // leave; the code after this point runs on the consumer warps. The bounds are those of the
+  // loop `plan` was given.
   void split_warps(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
-  void emit_producer_loop(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  void emit_producer(llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  // The producer's copies of loop()'s iterations from ring position `position` on; returns
+  // the position after them.
+  llvm::Value* emit_producer_loop(llvm::Value* lb, llvm::Value* ub, llvm::Value* step, llvm::Value* position);
   // At the top of a consumer iteration: arrive on the empty mbarrier of the slot the consumers
   // no longer read, when there is one.
   void release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value* stage);
+  // After loop() in the consumers, when the producer runs on across the outer loop: release
+  // the slots the last iterations held.
+  void release_last_slots(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
   llvm::Value* empty_barrier(llvm::Value* slot);
 
   // The dot that may stay in flight across iterations (see above), or null; sets
@@ -117,6 +149,7 @@ class LoopPipeline {
 
   Lowering& L_;
   const ir::Op& loop_;
+  const ir::Op* outer_ = nullptr;
   std::vector<Staged> staged_;
   int stages_;
   const ir::Op* dot_in_flight_ = nullptr;
@@ -124,7 +157,9 @@ class LoopPipeline {
   int64_t saved_scratch_offset_ = 0;
   bool uses_tma_ = false, uses_cp_async_ = false;
   bool specialized_ = false;
-  llvm::Value* lb_ = nullptr;
+  llvm::Value* lb_ = nullptr;  // of loop()'s current run
+  // The consumers' ring position from one run of loop() to the next (with outer_).
+  llvm::Value* position_variable_ = nullptr;
   int64_t barriers_offset_ = 0;  // the full mbarriers, then (specialized) the empty ones
 };
 

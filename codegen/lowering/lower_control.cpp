@@ -35,8 +35,14 @@ void Lowering::lower_for(const ir::Op& op) {
     layouts.push_back(yielded->type.is_scalar() ? LinearLayout{} : carried_layout(yielded));
     init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
   }
-  std::unique_ptr<LoopPipeline> pipeline = LoopPipeline::plan(*this, op);
-  if (pipeline) pipeline->prologue(lb, ub, step);
+  // The pipeline of this loop's loads: planned by the loop around it when a producer runs
+  // across that loop's iterations, else here.
+  LoopPipeline* pipeline = spanning_pipeline && &spanning_pipeline->loop() == &op ? spanning_pipeline : nullptr;
+  std::unique_ptr<LoopPipeline> planned = pipeline ? nullptr : LoopPipeline::plan(*this, op);
+  if (planned) planned->prologue(lb, ub, step);
+  if (planned && &planned->loop() == &op) pipeline = planned.get();
+  if (planned && !pipeline) spanning_pipeline = planned.get();
+  llvm::Value* first_position = pipeline ? pipeline->enter(lb) : nullptr;
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* preheader = b.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx, "for.header", f);
@@ -50,7 +56,7 @@ void Lowering::lower_for(const ir::Op& op) {
   llvm::PHINode* stage = nullptr;  // the pipeline's position of this iteration in two laps of its ring
   if (pipeline) {
     stage = b.CreatePHI(b.getInt32Ty(), 2, "ring.position");
-    stage->addIncoming(const_i32(0), preheader);
+    stage->addIncoming(first_position, preheader);
   }
   std::vector<std::vector<llvm::PHINode*>> phis(carried);
   for (size_t i = 0; i < carried; ++i) {
@@ -85,7 +91,9 @@ void Lowering::lower_for(const ir::Op& op) {
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
   enter_region();
   b.SetInsertPoint(exit);
-  if (pipeline) pipeline->finish();
+  if (pipeline) pipeline->leave(stage, lb, ub, step);
+  if (planned) planned->finish();
+  if (planned && !pipeline) spanning_pipeline = nullptr;
 }
 
 void Lowering::lower_if(const ir::Op& op) {

@@ -36,6 +36,8 @@ LoweredKernel lower_to_llvm(const ir::Function& fn, const Target& target, llvm::
 
 namespace lowering {
 
+class LoopPipeline;
+
 // The registers of one value in one layout. Scalars have an empty-shape layout and one register.
 struct Regs {
   LinearLayout layout;
@@ -118,6 +120,9 @@ class Lowering {
   // Warps of the producer warpgroup a warp-specialized loop pipeline added (numbered after the
   // num_warps warps; codegen/lowering/loop_pipeline.h); 0 before its split.
   int producer_warps = 0;
+  // While lowering a loop whose iterations a warp-specialized producer runs across: the
+  // pipeline of the loop inside it (codegen/lowering/loop_pipeline.h).
+  LoopPipeline* spanning_pipeline = nullptr;
   llvm::Value* call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* call_libdevice(const std::string& name, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* program_index(bool count, int axis);  // ctaid / nctaid on an axis

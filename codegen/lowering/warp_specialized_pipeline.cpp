@@ -1,7 +1,9 @@
-// Warp specialization of a TMA loop pipeline (sm_90+; codegen/lowering/loop_pipeline.h). The
+// Warp specialization of a TMA loop pipeline (sm_90a; codegen/lowering/loop_pipeline.h). The
 // producer warpgroup is numbered after the num_warps consumer warps, so the consumers' layouts
 // and warpgroups (wgmma) are those of the kernel without it.
 #include <algorithm>
+#include <functional>
+#include <string>
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -43,20 +45,65 @@ bool harmless_before_split(K kind) {
   return recomputable(kind) || kind == K::reshape || kind == K::trans || kind == K::load || kind == K::desc_load;
 }
 
+// The first op of `block` that is not harmless before the split, or null.
+const ir::Op* first_after_harmless(const ir::Block& block) {
+  for (const auto& op : block.ops)
+    if (!harmless_before_split(op->kind)) return op.get();
+  return nullptr;
+}
+
+// A loop from `lb` to `ub` by `step` carrying a ring position from `position`: `body` gets
+// the induction variable and the position and returns the next position. Returns the
+// position after the loop.
+llvm::Value* emit_counted_loop(Lowering& L, const char* name, llvm::Value* lb, llvm::Value* ub, llvm::Value* step,
+                               llvm::Value* position,
+                               const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& body) {
+  auto& b = L.b;
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* preheader = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(L.ctx, std::string(name) + ".header", f);
+  auto* loop = llvm::BasicBlock::Create(L.ctx, std::string(name) + ".body", f);
+  auto* exit = llvm::BasicBlock::Create(L.ctx, std::string(name) + ".exit", f);
+  b.CreateBr(header);
+
+  b.SetInsertPoint(header);
+  llvm::PHINode* iv = b.CreatePHI(lb->getType(), 2, std::string(name) + ".iv");
+  iv->addIncoming(lb, preheader);
+  llvm::PHINode* at = b.CreatePHI(b.getInt32Ty(), 2, std::string(name) + ".position");
+  at->addIncoming(position, preheader);
+  b.CreateCondBr(b.CreateICmpSLT(iv, ub), loop, exit);
+
+  b.SetInsertPoint(loop);
+  llvm::Value* next = body(iv, at);
+  llvm::Value* iv_next = b.CreateAdd(iv, step, std::string(name) + ".iv.next", false, true);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateBr(header);
+  iv->addIncoming(iv_next, latch);
+  at->addIncoming(next, latch);
+  b.SetInsertPoint(exit);
+  return at;
+}
+
 }  // namespace
 
-bool LoopPipeline::can_specialize(const Lowering& L, const ir::Op& loop, const std::vector<Staged>& staged) {
+bool LoopPipeline::can_specialize(const Lowering& L, const ir::Op& loop, const ir::Op* outer,
+                                  const std::vector<Staged>& staged) {
   const ir::Function& fn = L.fn;
   // Consumers that multiply with wgmma (sm_90a): the only ones tested with a producer.
   if (!fn.warp_specialize || !L.has_tma() || !L.target.has_wgmma) return false;
   // The consumers run wgmma in whole warpgroups; the producer's warpgroup must fit in the CTA.
   if (fn.num_warps % kWarpgroupWarps != 0 || fn.num_warps + kWarpgroupWarps > kMaxCtaWarps) return false;
   if (!std::all_of(staged.begin(), staged.end(), [](const Staged& s) { return s.tma; })) return false;
-  for (const auto& op : fn.body.ops) {
-    if (op.get() == &loop) return true;
-    if (!harmless_before_split(op->kind)) return false;
-  }
-  return false;  // the loop is not at the top of the function
+  // The warps split before the outermost loop the producer runs: the first of the function.
+  if (first_after_harmless(fn.body) != (outer ? outer : &loop)) return false;
+  return !outer || inner_loop_to_span(*outer) == &loop;
+}
+
+const ir::Op* LoopPipeline::inner_loop_to_span(const ir::Op& outer) {
+  // The producer runs the outer loop's iterations without its carried values.
+  if (outer.kind != K::for_loop || outer.operands.size() != 3) return nullptr;
+  const ir::Op* inner = first_after_harmless(outer.region(0));
+  return inner && inner->kind == K::for_loop ? inner : nullptr;
 }
 
 void LoopPipeline::split_warps(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
@@ -71,45 +118,55 @@ void LoopPipeline::split_warps(llvm::Value* lb, llvm::Value* ub, llvm::Value* st
   L_.call_intrinsic(llvm::Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32, {}, {L_.const_i32(kProducerRegisters)});
   // One thread issues every copy; the warpgroup's other threads have nothing left to do.
   L_.emit_if(b.CreateICmpEQ(L_.thread_id(), L_.const_i32(32 * consumers)), "producer.thread",
-             [&] { emit_producer_loop(lb, ub, step); });
+             [&] { emit_producer(lb, ub, step); });
   b.CreateRetVoid();
 
   b.SetInsertPoint(consumer);
   L_.call_intrinsic(llvm::Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32, {},
                     {L_.const_i32(consumer_registers(consumers))});
   L_.producer_warps = kWarpgroupWarps;
+  if (outer_) {
+    llvm::BasicBlock& entry = f->getEntryBlock();
+    llvm::IRBuilder<> at_entry(&entry, entry.begin());
+    position_variable_ = at_entry.CreateAlloca(b.getInt32Ty(), nullptr, "ring.position.carried");
+    b.CreateStore(L_.const_i32(0), position_variable_);
+  }
 }
 
-void LoopPipeline::emit_producer_loop(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
+void LoopPipeline::emit_producer(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
+  if (!outer_) {
+    emit_producer_loop(lb, ub, step, L_.const_i32(0));
+    return;
+  }
+  // The outer loop's iterations, each computing what the body does before the inner loop
+  // (its bounds and the values the copies' coordinates use), then the inner loop's copies.
+  const ir::Block& body = outer_->region(0);
+  emit_counted_loop(L_, "producer.outer", lb, ub, step, L_.const_i32(0), [&](llvm::Value* iv, llvm::Value* position) {
+    L_.enter_region();
+    L_.define_scalar(body.args[0], iv);
+    for (const auto& op : body.ops) {
+      if (op.get() == &loop_) break;
+      L_.lower_op(*op);
+    }
+    llvm::Value* next = emit_producer_loop(L_.scalar(loop_.operands[0]), L_.scalar(loop_.operands[1]),
+                                           L_.scalar(loop_.operands[2]), position);
+    L_.enter_region();
+    return next;
+  });
+}
+
+llvm::Value* LoopPipeline::emit_producer_loop(llvm::Value* lb, llvm::Value* ub, llvm::Value* step,
+                                              llvm::Value* position) {
   auto& b = L_.b;
-  llvm::Function* f = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock* preheader = b.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(L_.ctx, "producer.header", f);
-  auto* body = llvm::BasicBlock::Create(L_.ctx, "producer.body", f);
-  auto* exit = llvm::BasicBlock::Create(L_.ctx, "producer.exit", f);
-  b.CreateBr(header);
-
-  b.SetInsertPoint(header);
-  llvm::PHINode* iv = b.CreatePHI(lb->getType(), 2, "producer.iv");
-  iv->addIncoming(lb, preheader);
-  llvm::PHINode* position = b.CreatePHI(b.getInt32Ty(), 2, "producer.position");
-  position->addIncoming(L_.const_i32(0), preheader);
-  b.CreateCondBr(b.CreateICmpSLT(iv, ub), body, exit);
-
-  b.SetInsertPoint(body);
-  llvm::Value* second_lap = b.CreateICmpSGE(position, L_.const_i32(stages_));
-  llvm::Value* slot = slot_of(position, second_lap);
-  // Every consumer released what the slot held a lap ago. In the first lap the wait is for
-  // the phase before the first, complete from the start.
-  mbarrier_wait(L_, empty_barrier(slot), b.CreateZExt(b.CreateNot(second_lap), b.getInt32Ty()));
-  issue(iv, b.getTrue(), slot, /*by_producer=*/true);
-  llvm::Value* iv_next = b.CreateAdd(iv, step, "producer.iv.next", false, true);
-  llvm::Value* position_next = next_position(position);
-  llvm::BasicBlock* latch = b.GetInsertBlock();
-  b.CreateBr(header);
-  iv->addIncoming(iv_next, latch);
-  position->addIncoming(position_next, latch);
-  b.SetInsertPoint(exit);
+  return emit_counted_loop(L_, "producer", lb, ub, step, position, [&](llvm::Value* iv, llvm::Value* position) {
+    llvm::Value* second_lap = b.CreateICmpSGE(position, L_.const_i32(stages_));
+    llvm::Value* slot = slot_of(position, second_lap);
+    // Every consumer released what the slot held a lap ago. In the first lap the wait is for
+    // the phase before the first, complete from the start.
+    mbarrier_wait(L_, empty_barrier(slot), b.CreateZExt(b.CreateNot(second_lap), b.getInt32Ty()));
+    issue(iv, b.getTrue(), slot, /*by_producer=*/true);
+    return next_position(position);
+  });
 }
 
 void LoopPipeline::release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value* stage) {
@@ -119,6 +176,17 @@ void LoopPipeline::release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value*
   // The first iterations have no slot behind them to release.
   llvm::Value* first_release = b.CreateAdd(lb_, b.CreateMul(step, llvm::ConstantInt::get(step->getType(), behind)));
   L_.emit_if(b.CreateICmpSGE(iv, first_release), "ring.release", [&] { mbarrier_arrive(L_, empty_barrier(released)); });
+}
+
+void LoopPipeline::release_last_slots(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
+  auto& b = L_.b;
+  llvm::Value* next_slot = slot_of(position, b.CreateICmpSGE(position, L_.const_i32(stages_)));
+  // The slot `behind` iterations back, when the loop ran that many.
+  for (int behind = 1; behind <= 1 + lag(); ++behind) {
+    llvm::Value* first = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(step->getType(), behind - 1)));
+    L_.emit_if(b.CreateICmpSLT(first, ub), "ring.release.last",
+               [&] { mbarrier_arrive(L_, empty_barrier(slot_behind(next_slot, behind))); });
+  }
 }
 
 llvm::Value* LoopPipeline::empty_barrier(llvm::Value* slot) {

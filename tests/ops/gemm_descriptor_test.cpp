@@ -134,7 +134,9 @@ TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
 // shared memory per block) at the sizes its benchmarks run: 128 x 256 tiles in a 4-stage
 // pipeline, which ptxas accepts for sm_90a without spills; both operands come through TMA
 // and the products through wgmma. The same with a producer warpgroup (warp_specialize): one
-// more warpgroup in the launch, registers moved to the consumers, their barriers named.
+// more warpgroup in the launch, registers moved to the consumers, their barriers named; and
+// persistent, with and without it (the ring position carried from tile to tile in registers,
+// not local memory).
 TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
   if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
   Device& device = Device::by_name("emu:sm_90a");
@@ -169,11 +171,20 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       bool specialized;
       int64_t warps;
       const char* consumer_registers;
+      bool persistent = false;
+      int64_t stages = 4;
     };
-    for (const Variant& v : {Variant{false, 8, ""}, Variant{true, 8, "232"}, Variant{true, 16, "104"}}) {
+    // Persistent with a producer, the epilogue's scratch cannot reuse the rings (the producer
+    // fills them with the next tile's operands meanwhile): 3 stages leave room for it, 2 for
+    // int8, whose i32 output tile takes 128 KiB to convert.
+    int64_t stages_beside_epilogue = s.a == DType::i8 ? 2 : 3;
+    for (const Variant& v : {Variant{false, 8, ""}, Variant{true, 8, "232"}, Variant{true, 16, "104"},
+                             Variant{false, 8, "", true}, Variant{true, 8, "232", true, stages_beside_epilogue}}) {
       bool specialized = v.specialized;
-      SCOPED_TRACE(specialized ? fmt::format("warp-specialized, {} warps", v.warps) : "");
-      config.warp_specialize = specialized, config.num_warps = v.warps;
+      SCOPED_TRACE(fmt::format("{}{}", specialized ? fmt::format("warp-specialized, {} warps", v.warps) : "",
+                               v.persistent ? ", persistent" : ""));
+      config.warp_specialize = specialized, config.num_warps = v.warps, config.persistent = v.persistent;
+      config.num_stages = v.stages;
       // Built as a call builds it; the 4-stage rings of both operand tiles fit.
       KernelReport report;
       std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
@@ -187,6 +198,7 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
       EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
       EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
+      EXPECT_EQ(ptx[0].find(".local"), std::string::npos);
       for (const std::string& added :
            {std::string("setmaxnreg.dec.sync.aligned.u32 \t40"),
             fmt::format("setmaxnreg.inc.sync.aligned.u32 \t{}", v.consumer_registers),

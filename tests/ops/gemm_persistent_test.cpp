@@ -73,5 +73,19 @@ TEST(PersistentGemm, TmaPipelinesOnSm90) {
   check_persistent({"emu:sm_90a", DType::f8e4m3, DType::f8e4m3, true, 64, 64, 128, 4, 2, 2}, 64, 200, 512);
 }
 
+// A producer warpgroup runs across the tiles: the warps split once, before the loop over
+// tiles, and the consumers hand the ring slots of each tile's last K steps back after its
+// dots (so the producer copies the next tile's operands during this one's epilogue).
+TEST(PersistentGemm, AProducerWarpgroupRunsAcrossTiles) {
+  const DType bf16 = DType::bf16;
+  for (int64_t stages : {2, 3, 4}) {
+    // Three stages and more keep a wgmma in flight: two slots to hand back per tile.
+    std::string ptx = check_persistent({"emu:sm_90a", bf16, bf16, true, 64, 64, 64, 4, stages, 1, true}, 130, 150,
+                                       stages == 4 ? 64 : 320);
+    EXPECT_NE(ptx.find("setmaxnreg.inc"), std::string::npos);
+  }
+  check_persistent({"emu:sm_90a", DType::f8e4m3, DType::f8e5m2, true, 128, 64, 128, 8, 3, 2, true}, 200, 130, 640);
+}
+
 }  // namespace
 }  // namespace tjops

@@ -125,7 +125,29 @@ std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop
   if (!inner) return nullptr;
   staged = staged_loads(L, *inner, uses);
   if (staged.empty() || !can_specialize(L, *inner, &loop, staged)) return nullptr;
-  return std::unique_ptr<LoopPipeline>(new LoopPipeline(L, *inner, &loop, std::move(staged), uses, true));
+  std::optional<std::vector<const ir::Op*>> producer_slice = outer_slice(loop, *inner, staged);
+  if (!producer_slice) return nullptr;
+  auto pipeline = std::unique_ptr<LoopPipeline>(new LoopPipeline(L, *inner, &loop, std::move(staged), uses, true));
+  pipeline->outer_slice_ = std::move(*producer_slice);
+  return pipeline;
+}
+
+std::optional<std::vector<const ir::Op*>> LoopPipeline::outer_slice(const ir::Op& outer, const ir::Op& inner,
+                                                                    const std::vector<Staged>& staged) {
+  const ir::Block& body = outer.region(0);
+  std::set<const ir::Op*> slice;
+  auto needs = [&](const ir::Op& op, size_t operands) {
+    return std::all_of(op.operands.begin(), op.operands.begin() + static_cast<std::ptrdiff_t>(operands),
+                       [&](const ir::Value* v) { return collect_slice(body, v, slice); });
+  };
+  auto needs_all = [&](const ir::Op& op) { return needs(op, op.operands.size()); };
+  bool computable = needs(inner, 3);  // its bounds and step, not the initial values it carries
+  for (const Staged& s : staged) {
+    computable = computable && needs_all(*s.load);
+    for (const ir::Op* op : s.slice) computable = computable && needs_all(*op);
+  }
+  if (!computable) return std::nullopt;
+  return in_body_order(body, slice);
 }
 
 std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const ir::Op& loop,
@@ -291,7 +313,7 @@ llvm::Value* LoopPipeline::next_position(llvm::Value* position) {
                         b.CreateAdd(position, L_.const_i32(1)));
 }
 
-void LoopPipeline::leave(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
+void LoopPipeline::leave(llvm::Value* position, llvm::Value* ub, llvm::Value* step) {
   if (dot_in_flight_) {
     const ir::Value* result = loop_.results[carried_index_];
     Regs regs = L_.home(result);
@@ -300,8 +322,7 @@ void LoopPipeline::leave(llvm::Value* position, llvm::Value* lb, llvm::Value* ub
   }
   if (!outer_) return;
   L_.b.CreateStore(position, position_variable_);
-  release_last_slots(position, lb, ub, step);
-  for (const Staged& s : staged_) L_.staged_operands.erase(s.load->result());
+  release_last_slots(position, ub, step);
 }
 
 void LoopPipeline::finish() {

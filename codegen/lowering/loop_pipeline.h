@@ -41,9 +41,10 @@
 //
 // The producer may also run across the iterations of a loop around the pipelined one (a
 // persistent kernel's loop over output tiles): when that outer loop is the first at the top
-// of the function, carries no values, and only such harmless ops come before the inner loop
-// in its body. The split then comes before the outer loop; the producer runs the outer loop
-// too, computing what its body computes before the inner loop, and its ring position runs on
+// of the function and carries no values, the pipelined loop is the first loop in its body,
+// and what the producer needs of the outer body (the inner loop's bounds, the copies'
+// coordinates) is recomputable. The split then comes before the outer loop; the producer runs
+// the outer loop too, computing just those values in each iteration, and its ring position runs on
 // from one inner loop to the next, so it fills the slots with the next tile's operands while
 // the consumers finish this one (the epilogue). The consumers carry the position from tile to
 // tile (in a local variable) and, leaving the inner loop, wait for its dots and release the
@@ -52,6 +53,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "codegen/lowering/lowering.h"
@@ -80,7 +82,7 @@ class LoopPipeline {
   void begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value* step, llvm::Value* position);
   llvm::Value* next_position(llvm::Value* position);
   // After loop(), `position` being that of the iteration that did not run.
-  void leave(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  void leave(llvm::Value* position, llvm::Value* ub, llvm::Value* step);
   // After the loop `plan` was given.
   void finish();
 
@@ -98,6 +100,10 @@ class LoopPipeline {
   // iterations the producer runs across, or null.
   LoopPipeline(Lowering& L, const ir::Op& loop, const ir::Op* outer, std::vector<Staged> staged,
                const std::map<const ir::Value*, int>& uses, bool specialized);
+  // The ops of `outer`'s body the producer runs to compute `inner`'s bounds and its staged
+  // loads' addresses (recomputable ones only, in body order); nullopt when they need others.
+  static std::optional<std::vector<const ir::Op*>> outer_slice(const ir::Op& outer, const ir::Op& inner,
+                                                               const std::vector<Staged>& staged);
   // The loads of `loop`'s body the pipeline can stage.
   static std::vector<Staged> staged_loads(Lowering& L, const ir::Op& loop, std::map<const ir::Value*, int>& uses);
 
@@ -106,7 +112,8 @@ class LoopPipeline {
   // iterations of `outer` when given.
   static bool can_specialize(const Lowering& L, const ir::Op& loop, const ir::Op* outer,
                              const std::vector<Staged>& staged);
-  // The loop in `outer`'s body a producer could run across `outer`'s iterations, or null.
+  // The loop in `outer`'s body a producer could run across `outer`'s iterations (the first),
+  // or null.
   static const ir::Op* inner_loop_to_span(const ir::Op& outer);
   // After the mbarriers are initialized: the producer warps run every iteration's copies and
   // leave; the code after this point runs on the consumer warps. The bounds are those of the
@@ -121,7 +128,7 @@ class LoopPipeline {
   void release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value* stage);
   // After loop() in the consumers, when the producer runs on across the outer loop: release
   // the slots the last iterations held.
-  void release_last_slots(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step);
+  void release_last_slots(llvm::Value* position, llvm::Value* ub, llvm::Value* step);
   llvm::Value* empty_barrier(llvm::Value* slot);
 
   // The dot that may stay in flight across iterations (see above), or null; sets
@@ -150,6 +157,7 @@ class LoopPipeline {
   Lowering& L_;
   const ir::Op& loop_;
   const ir::Op* outer_ = nullptr;
+  std::vector<const ir::Op*> outer_slice_;  // what the producer runs of each outer iteration
   std::vector<Staged> staged_;
   int stages_;
   const ir::Op* dot_in_flight_ = nullptr;

@@ -91,7 +91,7 @@ void Lowering::lower_for(const ir::Op& op) {
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
   enter_region();
   b.SetInsertPoint(exit);
-  if (pipeline) pipeline->leave(stage, lb, ub, step);
+  if (pipeline) pipeline->leave(stage, ub, step);
   if (planned) planned->finish();
   if (planned && !pipeline) spanning_pipeline = nullptr;
 }

@@ -95,15 +95,15 @@ bool LoopPipeline::can_specialize(const Lowering& L, const ir::Op& loop, const i
   if (fn.num_warps % kWarpgroupWarps != 0 || fn.num_warps + kWarpgroupWarps > kMaxCtaWarps) return false;
   if (!std::all_of(staged.begin(), staged.end(), [](const Staged& s) { return s.tma; })) return false;
   // The warps split before the outermost loop the producer runs: the first of the function.
-  if (first_after_harmless(fn.body) != (outer ? outer : &loop)) return false;
-  return !outer || inner_loop_to_span(*outer) == &loop;
+  return first_after_harmless(fn.body) == (outer ? outer : &loop);
 }
 
 const ir::Op* LoopPipeline::inner_loop_to_span(const ir::Op& outer) {
   // The producer runs the outer loop's iterations without its carried values.
-  if (outer.kind != K::for_loop || outer.operands.size() != 3) return nullptr;
-  const ir::Op* inner = first_after_harmless(outer.region(0));
-  return inner && inner->kind == K::for_loop ? inner : nullptr;
+  if (outer.operands.size() != 3) return nullptr;
+  for (const auto& op : outer.region(0).ops)
+    if (op->kind == K::for_loop) return op.get();
+  return nullptr;
 }
 
 void LoopPipeline::split_warps(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
@@ -138,16 +138,12 @@ void LoopPipeline::emit_producer(llvm::Value* lb, llvm::Value* ub, llvm::Value* 
     emit_producer_loop(lb, ub, step, L_.const_i32(0));
     return;
   }
-  // The outer loop's iterations, each computing what the body does before the inner loop
-  // (its bounds and the values the copies' coordinates use), then the inner loop's copies.
-  const ir::Block& body = outer_->region(0);
+  // The outer loop's iterations, each computing the inner loop's bounds and the values the
+  // copies' coordinates use, then the inner loop's copies.
   emit_counted_loop(L_, "producer.outer", lb, ub, step, L_.const_i32(0), [&](llvm::Value* iv, llvm::Value* position) {
     L_.enter_region();
-    L_.define_scalar(body.args[0], iv);
-    for (const auto& op : body.ops) {
-      if (op.get() == &loop_) break;
-      L_.lower_op(*op);
-    }
+    L_.define_scalar(outer_->region(0).args[0], iv);
+    for (const ir::Op* op : outer_slice_) L_.lower_op(*op);
     llvm::Value* next = emit_producer_loop(L_.scalar(loop_.operands[0]), L_.scalar(loop_.operands[1]),
                                            L_.scalar(loop_.operands[2]), position);
     L_.enter_region();
@@ -178,12 +174,12 @@ void LoopPipeline::release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value*
   L_.emit_if(b.CreateICmpSGE(iv, first_release), "ring.release", [&] { mbarrier_arrive(L_, empty_barrier(released)); });
 }
 
-void LoopPipeline::release_last_slots(llvm::Value* position, llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
+void LoopPipeline::release_last_slots(llvm::Value* position, llvm::Value* ub, llvm::Value* step) {
   auto& b = L_.b;
   llvm::Value* next_slot = slot_of(position, b.CreateICmpSGE(position, L_.const_i32(stages_)));
   // The slot `behind` iterations back, when the loop ran that many.
   for (int behind = 1; behind <= 1 + lag(); ++behind) {
-    llvm::Value* first = b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(step->getType(), behind - 1)));
+    llvm::Value* first = b.CreateAdd(lb_, b.CreateMul(step, llvm::ConstantInt::get(step->getType(), behind - 1)));
     L_.emit_if(b.CreateICmpSLT(first, ub), "ring.release.last",
                [&] { mbarrier_arrive(L_, empty_barrier(slot_behind(next_slot, behind))); });
   }

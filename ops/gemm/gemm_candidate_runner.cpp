@@ -98,7 +98,7 @@ GemmConfig gemm_config_of(const autotune::Config& config, const GemmTuningSpec& 
   c.block_m = config["BLOCK_M"], c.block_n = config["BLOCK_N"], c.block_k = config["BLOCK_K"];
   c.split_k = config["SPLIT_K"], c.num_warps = config["num_warps"], c.num_stages = config["num_stages"];
   c.a_transposed = spec.a_transposed, c.b_transposed = spec.b_transposed;
-  // Older results lack these.
+  // Spaces without these dims (f32 operands) leave them out.
   c.warp_specialize = config.has("warp_specialize") && config["warp_specialize"] != 0;
   c.persistent = config.has("PERSISTENT") && config["PERSISTENT"] != 0;
   return c;

@@ -20,8 +20,8 @@ int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, 
 
 int64_t GemmConfig::programs(const GemmProblem& p, const DeviceInfo& device) const {
   int64_t tiles = output_tiles(p);
-  if (!persistent) return tiles;
-  return std::clamp<int64_t>(int64_t{device.sm_count} / (p.batch * split_k), 1, tiles);
+  if (!persistent || tiles == 0) return tiles;
+  return std::clamp<int64_t>(int64_t{device.sm_count} / std::max<int64_t>(1, p.batch * split_k), 1, tiles);
 }
 
 bool a_stored_transposed(const GemmProblem& p) { return p.a_strides.col != 1 && p.a_strides.row == 1; }

@@ -84,6 +84,7 @@ TEST(PersistentGemm, AProducerWarpgroupRunsAcrossTiles) {
                                        stages == 4 ? 64 : 320);
     EXPECT_NE(ptx.find("setmaxnreg.inc"), std::string::npos);
   }
+  check_persistent({"emu:sm_90a", bf16, bf16, true, 64, 64, 32, 4, 2, 1, true}, 96, 80, 256);
   check_persistent({"emu:sm_90a", DType::f8e4m3, DType::f8e5m2, true, 128, 64, 128, 8, 3, 2, true}, 200, 130, 640);
 }
 

@@ -78,6 +78,7 @@ TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
                            {"num_warps", 4},
                            {"num_stages", 2},
                            {"SPLIT_K", 4},
+                           {"PERSISTENT", 0},
                            {"warp_specialize", 1}}};
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
   TJ_SEEDED_RNG(rng);
@@ -108,6 +109,7 @@ TEST(GemmTuning, AWarpSpecializedResultRunsAProducerWarpgroup) {
                            {"num_warps", 4},
                            {"num_stages", 3},
                            {"SPLIT_K", 1},
+                           {"PERSISTENT", 0},
                            {"warp_specialize", 1}}};
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
   TJ_SEEDED_RNG(rng);

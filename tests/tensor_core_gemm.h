@@ -6,6 +6,7 @@
 // with A_TRANSPOSED, A is stored as (K, M).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "dsl/kernel.h"
@@ -48,29 +49,42 @@ dsl::Kernel tensor_core_gemm() {
 
 // The same GEMM reading A (M, K) and B (K, N), or with B_TRANSPOSED B (N, K), through tensor
 // descriptors, whose block shapes give the tile: (BLOCK_M, BLOCK_K) and (BLOCK_K, BLOCK_N) or
-// (BLOCK_N, BLOCK_K). Constants: PRECISION, B_TRANSPOSED, warp_specialize. Parameters: a, b, c,
-// M, N, K.
+// (BLOCK_N, BLOCK_K). Constants: PRECISION, B_TRANSPOSED, warp_specialize, PERSISTENT (the
+// programs loop over the output tiles, row by row, on a 1-D grid of any size). Parameters: a,
+// b, c, M, N, K.
 template <DType DA, DType DB>
 dsl::Kernel tensor_core_gemm_desc() {
   using namespace tilejit::dsl;
   constexpr DType ACC = DA == DType::i8 ? DType::i32 : DType::f32;
   return define_kernel(
       "tc_gemm_desc_" + std::string(dtype_name(DA)) + "_" + std::string(dtype_name(DB)), {"a", "b", "c", "M", "N", "K"},
-      {{"PRECISION", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}},
+      {{"PRECISION", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}, {"PERSISTENT", 0}},
       [](const Constants& c, TensorDesc<DA> a, TensorDesc<DB> b, Ptr<ACC> out, Scalar<i32> M, Scalar<i32> N,
          Scalar<i32> K) {
         bool b_transposed = c.flag("B_TRANSPOSED");
         int64_t bm = a.shape()[0], bk = a.shape()[1], bn = b.shape()[b_transposed ? 0 : 1];
         auto precision = static_cast<Precision>(c["PRECISION"]);
-        Tile row0 = program_id(0) * bm, col0 = program_id(1) * bn;
-        Tile acc = for_range(0, K, bk, zeros({bm, bn}, ACC), [&](Tile k, Tile acc) {
-          Tile a_tile = desc_load(a, {row0, k});
-          Tile b_tile = b_transposed ? trans(desc_load(b, {col0, k})) : desc_load(b, {k, col0});
-          return dot(a_tile, b_tile, acc, precision);
-        });
-        Tile rows = row0 + arange(0, bm), cols = col0 + arange(0, bn);
-        store(out + expand_dims(rows, 1) * N + expand_dims(cols, 0), acc,
-              expand_dims(rows < M, 1) && expand_dims(cols < N, 0));
+        bool persistent = c.flag("PERSISTENT");
+        auto output_tile = [&](const Tile& row0, const Tile& col0) {
+          // Persistent, a zero from a reduction across the warps (through shared memory, with
+          // a barrier) before the K loop: the copies do not need it, and a producer warpgroup
+          // running across tiles must leave it to the consumers.
+          std::optional<Tile> zero;
+          if (persistent) zero = sum(arange(0, bm), 0) - static_cast<int32_t>(bm * (bm - 1) / 2);
+          Tile acc = for_range(0, K, bk, zeros({bm, bn}, ACC), [&](Tile k, Tile acc) {
+            Tile a_tile = desc_load(a, {row0, k});
+            Tile b_tile = b_transposed ? trans(desc_load(b, {col0, k})) : desc_load(b, {k, col0});
+            return dot(a_tile, b_tile, acc, precision);
+          });
+          Tile rows = row0 + arange(0, bm), cols = col0 + arange(0, bn);
+          if (zero) rows = rows + *zero;
+          store(out + expand_dims(rows, 1) * N + expand_dims(cols, 0), acc,
+                expand_dims(rows < M, 1) && expand_dims(cols < N, 0));
+        };
+        if (!persistent) return output_tile(program_id(0) * bm, program_id(1) * bn);
+        Tile tiles_n = cdiv(N, bn);
+        for_range(program_id(0), cdiv(M, bm) * tiles_n, num_programs(0),
+                  [&](Tile tile) { output_tile(tile / tiles_n * bm, tile % tiles_n * bn); });
       });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops_test_util.h"
+#include "../ptx_dump.h"
 #include "../tensor_core_gemm.h"
 
 namespace tjops {
@@ -22,6 +23,7 @@ struct TensorCoreCase {
   bool a_transposed = false;  // A stored as (K, M)
   bool descriptors = false;   // A and B read through tensor descriptors (TMA on sm_90a); A not transposed
   bool warp_specialize = false;  // with descriptors: a producer warpgroup issues the copies (sm_90a)
+  bool persistent = false;       // with descriptors: two programs loop over the output tiles
 };
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
@@ -31,7 +33,8 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
   return name + "_tile" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) +
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
          std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "") +
-         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "") + (c.warp_specialize ? "_ws" : "");
+         (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "") + (c.warp_specialize ? "_ws" : "") +
+         (c.persistent ? "_persistent" : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -78,8 +81,9 @@ void run_tensor_core_desc_case(const TensorCoreCase& c, const Host& a, const Hos
                                 ? TensorDescriptor{b_tensor.data(), DB, {c.n, c.k}, c.k, {c.block_n, c.block_k}}
                                 : TensorDescriptor{b_tensor.data(), DB, {c.k, c.n}, c.n, {c.block_k, c.block_n}};
   bind(kernel, {{"PRECISION", c.precision}, {"num_warps", c.warps}, {"num_stages", c.stages},
-                {"B_TRANSPOSED", c.b_transposed}, {"warp_specialize", c.warp_specialize}})
-      .launch(device.default_stream(), grid, a_desc, b_desc, out, int32_t(c.m), int32_t(c.n), int32_t(c.k));
+                {"B_TRANSPOSED", c.b_transposed}, {"warp_specialize", c.warp_specialize}, {"PERSISTENT", c.persistent}})
+      .launch(device.default_stream(), c.persistent ? Dim3{2, 1, 1} : grid, a_desc, b_desc, out, int32_t(c.m),
+              int32_t(c.n), int32_t(c.k));
 }
 
 template <DType DA, DType DB>
@@ -105,18 +109,28 @@ inline void check_tensor_core_gemm(const TensorCoreCase& c, Device& device) {
   auto launch = [&](auto da, auto db) { run_tensor_core_case<decltype(da)::value, decltype(db)::value>(c, a, b, out, device); };
   using E4 = DT<DType::f8e4m3>;
   using E5 = DT<DType::f8e5m2>;
-  if (c.a == DType::f8e4m3) {
-    c.b == DType::f8e4m3 ? launch(E4{}, E4{}) : launch(E4{}, E5{});
-  } else if (c.a == DType::f8e5m2) {
-    c.b == DType::f8e4m3 ? launch(E5{}, E4{}) : launch(E5{}, E5{});
-  } else {
-    dispatch(c.a, [&](auto d) {
-      if constexpr (decltype(d)::value == DType::f16 || decltype(d)::value == DType::bf16 ||
-                    decltype(d)::value == DType::f32 || decltype(d)::value == DType::i8)
-        launch(d, d);
-      else
-        ADD_FAILURE() << "no tensor-core GEMM for " << name_of(c.a);
-    });
+  std::vector<std::string> ptx = testing_util::ptx_built_by([&] {
+    if (c.a == DType::f8e4m3) {
+      c.b == DType::f8e4m3 ? launch(E4{}, E4{}) : launch(E4{}, E5{});
+    } else if (c.a == DType::f8e5m2) {
+      c.b == DType::f8e4m3 ? launch(E5{}, E4{}) : launch(E5{}, E5{});
+    } else {
+      dispatch(c.a, [&](auto d) {
+        if constexpr (decltype(d)::value == DType::f16 || decltype(d)::value == DType::bf16 ||
+                      decltype(d)::value == DType::f32 || decltype(d)::value == DType::i8)
+          launch(d, d);
+        else
+          ADD_FAILURE() << "no tensor-core GEMM for " << name_of(c.a);
+      });
+    }
+  });
+  // Where a producer warpgroup was asked for and applies, the warps split once (before the
+  // loop over tiles when persistent). The emulator compiles each case's kernel afresh.
+  if (device.info().kind == DeviceKind::emu && c.descriptors && c.warp_specialize && std::string(c.arch) == "sm_90a") {
+    ASSERT_EQ(ptx.size(), 1u);
+    size_t first = ptx[0].find("setmaxnreg.inc");
+    EXPECT_NE(first, std::string::npos);
+    EXPECT_EQ(ptx[0].find("setmaxnreg.inc", first + 1), std::string::npos);
   }
 
   std::vector<LD> got = download(out).values();

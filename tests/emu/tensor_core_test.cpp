@@ -100,7 +100,14 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 128, 256, 64, 8, 130, 264, 520, 3, false, false, true, true},
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 64, 4, 64, 64, 64, 4, false, false, true, true},
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 256, 64, 64, 16, 260, 64, 328, 3, false, false, true, true},
-        TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 72, 3, false, false, true, true}),
+        TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 72, 3, false, false, true, true},
+        // Persistent: two programs loop over the output tiles, each computing a reduction
+        // across its warps before the K loop; with a producer warpgroup running across the
+        // tiles (wgmma in flight or not; fewer K steps than stages) and without.
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 200, 136, 456, 4, false, false, true, true, true},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 130, 72, 160, 2, true, false, true, true, true},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 64, 3, false, false, true, true, true},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 200, 3, false, false, true, false, true}),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

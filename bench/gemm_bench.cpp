@@ -1,16 +1,21 @@
 // GEMM speed against cuBLASLt in the same binary, on a GPU (skipped without one): bf16 and
 // f16 4096³ and 8192³, tf32 4096³, fp8 e4m3 8192 x 8192 x 4096 and int8 4096³ (B as (N, K),
 // the layout cuBLASLt's fp8 and int8 kernels take). Each iteration is one call timed between
-// events on the stream; the TFLOP/s counter is 2·M·N·K over that time.
+// events on the stream; the TFLOP/s counter is 2·M·N·K over that time. tilejit_schedule/...
+// runs the heuristic's tiles in each schedule of the sm_90 pipeline: as they are, with a
+// producer warpgroup, and persistent with one (see schedule_config).
 //
 //   gemm_bench --benchmark_filter=bf16 --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
 #include <random>
 
+#include <fmt/format.h>
+
 #include "bench/cublaslt_peer.h"
 #include "ops/common/host_values.h"
 #include "ops/gemm.h"
+#include "ops/gemm/gemm_launch.h"
 
 namespace {
 
@@ -74,6 +79,49 @@ void BM_Tilejit(benchmark::State& state, GemmCase c) {
   time_on_gpu(state, gpu, c, [&](Stream& s) { ops::gemm(x.a, x.b, x.out, o, &s); });
 }
 
+enum class Schedule { pipelined, warp_specialized, persistent_warp_specialized };
+
+namespace gd = ops::gemm_detail;
+
+// The heuristic's config for `p` in `schedule`, with the deepest pipeline (from the
+// heuristic's down to two stages) that fits the device: persistent with a producer, the
+// epilogue's scratch cannot reuse the operand rings, which the producer refills meanwhile.
+gd::GemmConfig schedule_config(const gd::GemmProblem& p, Schedule schedule, Device& gpu) {
+  gd::GemmConfig config = gd::heuristic_gemm_config(p, gpu.info());
+  config.warp_specialize = schedule != Schedule::pipelined;
+  config.persistent = schedule == Schedule::persistent_warp_specialized;
+  Tensor workspace_like = Tensor::empty(gpu, p.features.accumulator(), {1});
+  auto fits = [&] {
+    try {
+      return gd::prepare_gemm_with(p, config, gpu, workspace_like).shared_bytes <= gpu.info().shared_per_block_optin;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  while (config.num_stages > 2 && !fits()) --config.num_stages;
+  return config;
+}
+
+void BM_TilejitSchedule(benchmark::State& state, GemmCase c, Schedule schedule) {
+  if (skip_without_gpu(state)) return;
+  Device& gpu = Device::cuda(0);
+  Operands x = make_operands(gpu, c);
+  ops::GemmOptions o;
+  o.transpose_b = c.b_transposed;
+  o.out_dtype = c.out;
+  gd::GemmProblem p = gd::check_gemm(x.a, x.b, o, &x.out);
+  gd::set_output(p, x.out);
+  try {
+    gd::GemmConfig config = schedule_config(p, schedule, gpu);
+    state.SetLabel(fmt::format("{}x{}x{} tiles, {} warps{}, {} stages", config.block_m, config.block_n, config.block_k,
+                               config.num_warps, config.warp_specialize ? " + a producer warpgroup" : "",
+                               config.num_stages));
+    time_on_gpu(state, gpu, c, [&](Stream& s) { gd::launch_gemm_with(p, config, s); });
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 void BM_CublasLt(benchmark::State& state, GemmCase c) {
   if (skip_without_gpu(state)) return;
   Device& gpu = Device::cuda(0);
@@ -92,6 +140,15 @@ void register_case(const std::string& name, const GemmCase& c) {
   benchmark::RegisterBenchmark(("cublaslt/" + name).c_str(), BM_CublasLt, c)->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
+void register_schedules(const std::string& name, const GemmCase& c) {
+  for (auto [schedule, label] : {std::pair{Schedule::pipelined, "pipelined"},
+                                 std::pair{Schedule::warp_specialized, "warp_specialized"},
+                                 std::pair{Schedule::persistent_warp_specialized, "persistent_warp_specialized"}})
+    benchmark::RegisterBenchmark(("tilejit_schedule/" + name + "/" + label).c_str(), BM_TilejitSchedule, c, schedule)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +158,8 @@ int main(int argc, char** argv) {
   register_case("tf32_4096", {DType::f32, DType::f32, 4096, 4096, 4096});
   register_case("fp8_e4m3_8192x8192x4096", {DType::f8e4m3, DType::bf16, 8192, 8192, 4096, true});
   register_case("int8_4096", {DType::i8, DType::i32, 4096, 4096, 4096, true});
+  register_schedules("bf16_8192", {DType::bf16, DType::bf16, 8192, 8192, 8192});
+  register_schedules("fp8_e4m3_8192x8192x4096", {DType::f8e4m3, DType::bf16, 8192, 8192, 4096, true});
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

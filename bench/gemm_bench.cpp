@@ -68,14 +68,19 @@ bool skip_without_gpu(benchmark::State& state) {
   return true;
 }
 
-void BM_Tilejit(benchmark::State& state, GemmCase c) {
-  if (skip_without_gpu(state)) return;
-  Device& gpu = Device::cuda(0);
-  Operands x = make_operands(gpu, c);
+ops::GemmOptions options_of(const GemmCase& c) {
   ops::GemmOptions o;
   o.transpose_b = c.b_transposed;
   o.out_dtype = c.out;
   o.precision = c.precision;
+  return o;
+}
+
+void BM_Tilejit(benchmark::State& state, GemmCase c) {
+  if (skip_without_gpu(state)) return;
+  Device& gpu = Device::cuda(0);
+  Operands x = make_operands(gpu, c);
+  ops::GemmOptions o = options_of(c);
   time_on_gpu(state, gpu, c, [&](Stream& s) { ops::gemm(x.a, x.b, x.out, o, &s); });
 }
 
@@ -106,9 +111,7 @@ void BM_TilejitSchedule(benchmark::State& state, GemmCase c, Schedule schedule) 
   if (skip_without_gpu(state)) return;
   Device& gpu = Device::cuda(0);
   Operands x = make_operands(gpu, c);
-  ops::GemmOptions o;
-  o.transpose_b = c.b_transposed;
-  o.out_dtype = c.out;
+  ops::GemmOptions o = options_of(c);  // the problem points to it
   gd::GemmProblem p = gd::check_gemm(x.a, x.b, o, &x.out);
   gd::set_output(p, x.out);
   try {

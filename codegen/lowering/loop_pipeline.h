@@ -48,7 +48,10 @@
 // from one inner loop to the next, so it fills the slots with the next tile's operands while
 // the consumers finish this one (the epilogue). The consumers carry the position from tile to
 // tile (in a local variable) and, leaving the inner loop, wait for its dots and release the
-// slots its last iterations held. The rings stay allocated until the outer loop ends.
+// slots its last iterations held. The rings stay allocated until the outer loop ends, so the
+// epilogue's scratch lies above them. Running ahead, the producer reads a tile's operands
+// before the previous tiles' stores: a kernel asking for it must not store where its later
+// tiles' copies read (gemm's output never overlaps its operands).
 #pragma once
 
 #include <map>

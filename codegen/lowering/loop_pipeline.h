@@ -51,7 +51,7 @@
 // slots its last iterations held. The rings stay allocated until the outer loop ends, so the
 // epilogue's scratch lies above them. Running ahead, the producer reads a tile's operands
 // before the previous tiles' stores: a kernel asking for it must not store where its later
-// tiles' copies read (gemm's output never overlaps its operands).
+// tiles' copies read (a gemm whose output overlaps an operand races without it too).
 #pragma once
 
 #include <map>

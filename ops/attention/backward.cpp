@@ -100,6 +100,25 @@ KernelReport prepare_dq(const AttentionProblem& p, const KernelConfig& config, c
   return dq_launch(p, config, buffers).prepare(device);
 }
 
+BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, const SequenceStrides& out_strides,
+                                 const Tensor& dout, const SequenceStrides& dout_strides, const Tensor& lse,
+                                 Stream& stream) {
+  Device& device = stream.device();
+  auto rows = [&] { return Tensor::scratch(stream, DType::f32, p.logsumexp_shape()); };
+  return {out,
+          dout,
+          lse,
+          out_strides,
+          dout_strides,
+          rows(),
+          rows(),
+          rows(),
+          Tensor::scratch(stream, DType::i32, {p.batch, p.heads}),
+          Tensor::empty(device, p.dtype, p.q_shape()),
+          Tensor::empty(device, p.dtype, p.kv_shape()),
+          Tensor::empty(device, p.dtype, p.kv_shape())};
+}
+
 void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
                      Stream& stream) {
   launch_backward_rows(p, configs.preprocess, buffers, stream);
@@ -122,21 +141,8 @@ AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Te
   args.shape("logsumexp", logsumexp, p.logsumexp_shape());
   args.contiguous("logsumexp", logsumexp);
 
-  Device& device = q.device();
   Stream& s = op_stream(q, stream);
-  auto rows = [&] { return Tensor::scratch(s, DType::f32, p.logsumexp_shape()); };
-  BackwardBuffers buffers{out,
-                          dout,
-                          logsumexp,
-                          out_strides,
-                          dout_strides,
-                          rows(),
-                          rows(),
-                          rows(),
-                          Tensor::scratch(s, DType::i32, {p.batch, p.heads}),
-                          Tensor::empty(device, p.dtype, p.q_shape()),
-                          Tensor::empty(device, p.dtype, p.kv_shape()),
-                          Tensor::empty(device, p.dtype, p.kv_shape())};
+  BackwardBuffers buffers = backward_buffers(p, out, out_strides, dout, dout_strides, logsumexp, s);
   launch_backward(p, backward_call_configs(p, s.device()), buffers, s);
   return {buffers.dq, buffers.dk, buffers.dv};
 }

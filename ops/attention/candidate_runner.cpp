@@ -49,13 +49,8 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
       input(host.dout, dout, host.T, host.N);
       Stream& s = device.default_stream();
       launch_forward(*problem_, heuristic_.forward, out, &lse, s);
-      auto rows = [&] { return Tensor::empty(device, DType::f32, problem_->logsumexp_shape()); };
-      buffers_.emplace(BackwardBuffers{out, *dout, lse, contiguous_sequence_strides(problem_->q_shape()),
-                                       contiguous_sequence_strides(problem_->q_shape()), rows(), rows(), rows(),
-                                       Tensor::empty(device, DType::i32, {1, host.N}),
-                                       Tensor::empty(device, spec.dtype, problem_->q_shape()),
-                                       Tensor::empty(device, spec.dtype, problem_->kv_shape()),
-                                       Tensor::empty(device, spec.dtype, problem_->kv_shape())});
+      SequenceStrides contiguous = contiguous_sequence_strides(problem_->q_shape());
+      buffers_.emplace(backward_buffers(*problem_, out, contiguous, *dout, contiguous, lse, s));
       launch_backward_rows(*problem_, heuristic_.preprocess, *buffers_, s);
       s.synchronize();
       backward_reference_.emplace(host);

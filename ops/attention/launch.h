@@ -21,6 +21,11 @@ struct BackwardBuffers {
   Tensor close_rows;                   // i32 (B, N): whether a head has rows near masked_logit
   Tensor dq, dk, dv;                   // contiguous outputs
 };
+// The buffers of a backward pass of `p` beside the forward's results: the workspaces from
+// `stream`'s scratch space, the gradients allocated.
+BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, const SequenceStrides& out_strides,
+                                 const Tensor& dout, const SequenceStrides& dout_strides, const Tensor& lse,
+                                 Stream& stream);
 // The three kernels in order: the row statistics (zeroing close_rows first), dk and dv, dq.
 void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
                      Stream& stream);

@@ -108,19 +108,10 @@ ExampleRun run_attention_backward(Device& device, const ExampleOptions& options)
       check_attention(OpArguments("attention_backward"), *run.tq, *run.tk, *run.tv, run.options);
   const HostAttention& p = run.host;
   const AttentionConfigs configs = backward_call_configs(problem, device);
-  auto rows = [&] { return Tensor::empty(device, DType::f32, problem.logsumexp_shape()); };
-  BackwardBuffers buffers{Tensor::empty(device, kDtype, problem.q_shape()),
-                          *run.tdout,
-                          rows(),
-                          contiguous_sequence_strides(problem.q_shape()),
-                          problem.q,
-                          rows(),
-                          rows(),
-                          rows(),
-                          Tensor::empty(device, DType::i32, {p.B, p.N}),
-                          Tensor::empty(device, kDtype, problem.q_shape()),
-                          Tensor::empty(device, kDtype, problem.kv_shape()),
-                          Tensor::empty(device, kDtype, problem.kv_shape())};
+  BackwardBuffers buffers =
+      backward_buffers(problem, Tensor::empty(device, kDtype, problem.q_shape()),
+                       contiguous_sequence_strides(problem.q_shape()), *run.tdout, problem.q,
+                       Tensor::empty(device, DType::f32, problem.logsumexp_shape()), device.default_stream());
   for (Tensor* t : {&buffers.dq, &buffers.dk, &buffers.dv}) t->fill_bytes(0xff);
   launch_forward(problem, forward_call_config(problem, device), buffers.out, &buffers.lse, device.default_stream());
 

@@ -2,12 +2,16 @@
 
 namespace tilejit::autotune {
 
-TunedEntries tuned_pack_entries(const TuningDatabase& db) {
+TunedEntries tuned_pack_entries(const TuningDatabase& db, const std::string& arch) {
   std::set<std::string> present;
   for (const CacheEntryInfo& entry : db.cache().list()) present.insert(entry.key);
   TunedEntries out;
   std::set<std::string> missing;
   db.for_each_best([&](const std::string& key, const BestConfig& best) {
+    if (!best.arch.empty() && best.arch != arch) {
+      ++out.other_arch_results;
+      return;
+    }
     out.keys.insert(key);
     ++out.results;
     if (best.kernel_entries.empty()) ++out.results_without_kernels;

@@ -21,9 +21,11 @@ struct TunedEntries {
   int results_without_kernels = 0;   // best configs that name none (tuned on the emulator, or
                                      // by a tilejit that did not record them)
   int missing_kernel_entries = 0;    // distinct entries named but no longer in the cache
+  int other_arch_results = 0;        // best configs tuned for another architecture, left out
 };
 
-// Reads the cache's own entries (not its packs').
-TunedEntries tuned_pack_entries(const TuningDatabase& db);
+// Reads the cache's own entries (not its packs'), for a pack for `arch`: results tuned on
+// another architecture stay out (a loader on `arch` never looks them up).
+TunedEntries tuned_pack_entries(const TuningDatabase& db, const std::string& arch);
 
 }  // namespace tilejit::autotune

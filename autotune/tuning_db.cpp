@@ -49,7 +49,8 @@ std::string encode_best(const BestConfig& best) {
               {"ms", best.ms},
               {"tuned_shape", named_to_json(best.tuned_shape)},
               {"tuned_unix", best.tuned_unix},
-              {"kernel_entries", best.kernel_entries}}
+              {"kernel_entries", best.kernel_entries},
+              {"arch", best.arch}}
       .dump();
 }
 
@@ -58,7 +59,7 @@ std::optional<BestConfig> decode_best(std::string_view text) {
   try {
     json j = json::parse(text);
     return BestConfig{named_from_json(j.at("config")), j.at("ms").get<double>(), named_from_json(j.at("tuned_shape")),
-                      j.at("tuned_unix").get<int64_t>(), kernel_entries_from_json(j)};
+                      j.at("tuned_unix").get<int64_t>(), kernel_entries_from_json(j), j.value("arch", "")};
   } catch (const json::exception& e) {
     log::warn("tuning database: a best-config entry cannot be read ({}); ignored", e.what());
     return std::nullopt;
@@ -126,6 +127,7 @@ std::optional<BestConfig> TuningDatabase::best(const TuningKey& key) const {
 BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& candidate) {
   BestConfig stored = candidate;
   if (stored.tuned_unix == 0) stored.tuned_unix = now_unix();
+  stored.arch = key.device.arch;
   cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
     if (current)
       if (auto existing = decode_best(*current); existing && existing->ms <= stored.ms) {

@@ -77,6 +77,9 @@ struct BestConfig {
   // on: what a pack of tuned kernels only must hold (tuned_pack_entries). Empty where kernels
   // are not cached (the emulator).
   std::vector<std::string> kernel_entries;
+  // The architecture of the device it was tuned on (the key's, set when stored); empty in
+  // results stored before it was recorded.
+  std::string arch = {};
 };
 
 class TuningDatabase {

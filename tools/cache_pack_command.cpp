@@ -46,7 +46,7 @@ int run_pack(const Options& o) {
   const DeviceInfo& device = Device::by_name(o.device).info();
   PackManifest manifest = PackManifest::current(o.arch.empty() ? device.arch : o.arch, device.name);
   std::optional<autotune::TunedEntries> tuned;
-  if (o.tuned_only) tuned = autotune::tuned_pack_entries(autotune::TuningDatabase::global());
+  if (o.tuned_only) tuned = autotune::tuned_pack_entries(autotune::TuningDatabase::global(), manifest.arch);
   int64_t entries = write_cache_pack(cache, manifest, o.file, [&](const CacheEntryInfo& entry) {
     return !tuned || tuned->keys.contains(entry.key);
   });
@@ -60,6 +60,9 @@ int run_pack(const Options& o) {
       fmt::print("{} tuned results name no compiled kernels (tuned on the emulator, or by an older tilejit): "
                  "their kernels compile on first use\n",
                  tuned->results_without_kernels);
+    if (tuned->other_arch_results > 0)
+      fmt::print("{} tuned results for other architectures than {} left out\n", tuned->other_arch_results,
+                 manifest.arch);
     if (tuned->missing_kernel_entries > 0)
       fmt::print("{} kernel entries that tuned results name are no longer in the cache: they compile on first use\n",
                  tuned->missing_kernel_entries);

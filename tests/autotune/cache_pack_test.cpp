@@ -172,8 +172,14 @@ TEST_F(CachePackTest, ATunedOnlyPackHoldsTheBestConfigsAndTheirKernelsOnly) {
   db.offer_best(autotune::TuningKey::of(op, emulated, device), {synthetic_config(64, 4), 1.0, emulated, 0, {}});
   db.offer_best(autotune::TuningKey::of(op, cleared, device),
                 {synthetic_config(32, 4), 1.0, cleared, 0, {cache_key({"gone"})}});
+  // A result tuned on another architecture, with its kernel: neither belongs in an sm_90a pack.
+  DeviceInfo ampere = device;
+  ampere.arch = "sm_80";
+  const autotune::TuningKey ampere_key = autotune::TuningKey::of(op, tuned, ampere);
+  db.offer_best(ampere_key, {synthetic_config(256, 4), 1.5, tuned, 0, lost.cache_entries});
 
-  autotune::TunedEntries entries = autotune::tuned_pack_entries(db);
+  autotune::TunedEntries entries = autotune::tuned_pack_entries(db, "sm_90a");
+  EXPECT_EQ(entries.other_arch_results, 1);
   EXPECT_EQ(entries.results, 3);
   EXPECT_EQ(entries.kernel_entries, 2);  // the winner's launch and image entries
   EXPECT_EQ(entries.results_without_kernels, 1);
@@ -191,6 +197,8 @@ TEST_F(CachePackTest, ATunedOnlyPackHoldsTheBestConfigsAndTheirKernelsOnly) {
   autotune::TuningDatabase shipped(fresh);
   ASSERT_TRUE(shipped.best(key));
   EXPECT_EQ(shipped.best(key)->config, synthetic_config(128, 4));
+  EXPECT_EQ(shipped.best(key)->arch, "sm_90a");
+  EXPECT_FALSE(shipped.best(ampere_key)) << "another architecture's result was packed";
   int before = traces;
   EXPECT_TRUE(cuda::compile_cuda_kernel(wins, target, fresh).report.from_disk_cache);
   EXPECT_EQ(traces, before) << "the winner was traced again";

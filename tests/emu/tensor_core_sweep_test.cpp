@@ -1,6 +1,8 @@
 // The tensor-core GEMM swept over tile shapes and warp counts, for each operand pairing on
 // sm_80, sm_89 and sm_90a, unpipelined and pipelined, A and B stored as they are multiplied
-// and transposed (label slow: hundreds of kernels through the emulator).
+// and transposed; and on sm_90a through tensor descriptors (TMA), in every schedule: consumer
+// warps issuing the copies or a producer warpgroup, one program per tile or persistent
+// (label slow: hundreds of kernels through the emulator).
 #include <gtest/gtest.h>
 
 #include "tensor_core_check.h"
@@ -45,6 +47,24 @@ std::vector<TensorCoreCase> sweep() {
         for (int stages : {2, 4})
           out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, o.min_k, t.warps, t.m + 16, 2 * t.n + 16,
                          5 * o.min_k + 16, stages, /*b_transposed=*/stages == 4, /*a_transposed=*/stages == 2});
+  // Through TMA on sm_90a (the 16- and 8-bit operands, which wgmma reads from shared memory;
+  // 8-bit B as (N, K)): whole warpgroups, 2 to 4 stages, several laps around the ring, edges
+  // in M and N, each schedule.
+  const Tile warpgroup_tiles[] = {{64, 64, 4}, {128, 64, 4}, {64, 128, 4}, {128, 128, 8}};
+  for (const Operands& o : operands) {
+    if (o.a == DType::f32) continue;
+    bool eight_bit = o.min_k == 32;
+    for (const Tile& t : warpgroup_tiles)
+      for (int stages : {2, 3, 4})
+        for (bool warp_specialize : {false, true})
+          for (bool persistent : {false, true}) {
+            int64_t bk = 2 * o.min_k;  // 64-byte rows
+            TensorCoreCase c{o.a, o.b, "sm_90a", o.precision, t.m, t.n, bk, t.warps, 2 * t.m + 3, 2 * t.n + 16,
+                             (stages + 2) * bk, stages, /*b_transposed=*/eight_bit || stages == 3};
+            c.descriptors = true, c.warp_specialize = warp_specialize, c.persistent = persistent;
+            out.push_back(c);
+          }
+  }
   return out;
 }
 

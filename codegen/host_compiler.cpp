@@ -26,6 +26,7 @@ namespace {
 constexpr const char* kEntryName = "tilejit_emu_entry";
 constexpr unsigned kGlobalSpace = 1;
 constexpr unsigned kSharedSpace = 3;
+constexpr unsigned kClusterSharedSpace = 7;  // shared::cluster: any CTA of the cluster's
 
 void initialize_host_target() {
   static std::once_flag once;
@@ -232,13 +233,17 @@ void add_entry(llvm::Module& m, llvm::Function* kernel) {
 
 void instrument_access(llvm::Instruction* inst, llvm::Value* pointer, llvm::Value* bytes, uint32_t flags) {
   unsigned space = pointer->getType()->getPointerAddressSpace();
-  if (space != kGlobalSpace && space != kSharedSpace) return;
+  const char* checker = space == kGlobalSpace          ? kHostCheckGlobal
+                        : space == kSharedSpace        ? kHostCheckShared
+                        : space == kClusterSharedSpace ? kHostCheckClusterShared
+                                                       : nullptr;
+  if (!checker) return;
   llvm::Module& m = *inst->getModule();
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(inst);
   auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
                                        {pointer->getType(), b.getInt64Ty(), b.getInt32Ty()}, false);
-  llvm::FunctionCallee check = m.getOrInsertFunction(space == kGlobalSpace ? kHostCheckGlobal : kHostCheckShared, type);
+  llvm::FunctionCallee check = m.getOrInsertFunction(checker, type);
   b.CreateCall(check, {pointer, b.CreateZExtOrTrunc(bytes, b.getInt64Ty()), b.getInt32(flags)});
 }
 

@@ -8,8 +8,8 @@
 //     libdevice's `__nv_*` and `vprintf` are looked up by name, and shared-memory variables
 //     become offsets into the CTA's shared block;
 //   - instruments every global and shared memory access with a call to
-//     `tilejit_emu_check_global` / `tilejit_emu_check_shared` (pointer, bytes, flags), after
-//     optimisation, so the accesses checked are the ones that run.
+//     `tilejit_emu_check_global` / `tilejit_emu_check_shared` / `..._check_cluster_shared`
+//     (pointer, bytes, flags), after optimisation, so the accesses checked are the ones that run.
 // The runtime supplies the implementations as a name -> address table; no LLVM type appears
 // in this header.
 #pragma once
@@ -32,6 +32,7 @@ enum HostAccessFlags : uint32_t { kAccessWrite = 1, kAccessAtomic = 2 };
 inline constexpr const char* kHostSharedBase = "tilejit_emu_shared_base";   // () -> ptr addrspace(3)
 inline constexpr const char* kHostCheckGlobal = "tilejit_emu_check_global"; // (ptr, i64, i32)
 inline constexpr const char* kHostCheckShared = "tilejit_emu_check_shared"; // (ptr, i64, i32)
+inline constexpr const char* kHostCheckClusterShared = "tilejit_emu_check_cluster_shared";  // (ptr, i64, i32)
 inline constexpr const char* kHostIntToBf16 = "tilejit_emu_i64_to_bf16";    // (i64) -> bfloat, one rounding
 // (ptr text, ptr constraints, ptr inputs, i32 n, ptr outputs, i32 n): runs one inline PTX
 // block, operands as 64-bit words (floats as their bits), $0.. the outputs, then the inputs.

@@ -25,14 +25,17 @@ struct Launch {
   void (*entry)(void** args) = nullptr;
   void** args = nullptr;
   Dim3 grid;
+  Dim3 cluster;  // CTAs per thread-block cluster along each axis ((1, 1, 1): no clusters)
   int num_threads = 0;
   int64_t shared_bytes = 0;
   AllocationSnapshot allocations;  // global memory the kernel may touch
   bool racecheck = false;
-  std::atomic<bool> failed{false};  // set by the first failing CTA; the others stop early
+  // The linear index of the first cluster (CTA without clusters) known to have failed;
+  // clusters after it stop early, those before it run to their end.
+  std::atomic<uint64_t> failed_at{UINT64_MAX};
 };
 
-enum class ThreadState : uint8_t { runnable, at_barrier, at_warp_sync, at_mbarrier, exited, aborted };
+enum class ThreadState : uint8_t { runnable, at_barrier, at_cluster_barrier, at_warp_sync, at_mbarrier, exited, aborted };
 
 // One cp.async copy in flight: `bytes` land at `to` when its group is waited for, the first
 // `source_bytes` from `from`, the rest zeros.
@@ -71,6 +74,7 @@ struct Thread {
   std::unordered_map<uint32_t, PendingResult> pending_results;  // by placeholder
   uint32_t next_placeholder = 0;
   uint32_t proxy_fenced_at = 0;                // the CTA's proxy clock at its last fence.proxy.async
+  uint64_t cluster_arrivals = 0, cluster_waits = 0;  // barrier.cluster.arrive / .wait so far
 };
 
 // Per shared-memory word: the last generic-proxy write (st.shared, cp.async), which the async
@@ -134,9 +138,14 @@ struct NamedBarrier {
 };
 inline constexpr uint32_t kNamedBarriers = 16;
 
+struct Cluster;
+
 struct Cta {
   Launch* launch = nullptr;
   Dim3 ctaid;
+  Cluster* cluster = nullptr;
+  uint32_t rank = 0;  // %cluster_ctarank
+  Dim3 rank_in_cluster;  // %cluster_ctaid
   std::vector<Thread> threads;
   std::byte* shared = nullptr;
   NamedBarrier barriers[kNamedBarriers];
@@ -149,6 +158,21 @@ struct Cta {
   std::string error;               // the first error; the CTA stops when it is set
   void* scheduler_context = nullptr;
 };
+
+// The CTAs of one thread-block cluster, which run together (their threads are fibers of one
+// scheduler), and its barrier (barrier.cluster): a phase completes when every thread of every
+// CTA has arrived.
+struct Cluster {
+  Dim3 id;                  // %clusterid
+  std::vector<Cta*> ctas;   // by rank
+  int64_t threads = 0;      // in all its CTAs
+  int64_t arrived = 0;      // in the current phase
+  uint64_t completed = 0;   // phases
+};
+
+// The CTA of the running thread's cluster whose shared memory holds `p` (a shared::cluster
+// address), or null.
+Cta* cta_holding(const void* p);
 
 struct CurrentThread {
   Cta* cta = nullptr;

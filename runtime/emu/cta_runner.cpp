@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <boost/context/detail/fcontext.hpp>
@@ -78,51 +79,90 @@ void CtaRunner::reserve_stacks(int threads) {
   stack_count_ = threads;
 }
 
-std::string CtaRunner::run(Launch& launch, Dim3 ctaid) {
+std::byte* CtaRunner::window(size_t rank) {
+  while (windows_.size() <= rank) {
+    auto bytes = static_cast<size_t>(kSharedWindowBytes);
+    windows_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(bytes, bytes)));
+    if (!windows_.back()) fail("emulator: cannot allocate {} bytes of shared memory", bytes);
+  }
+  return windows_[rank].get();
+}
+
+std::string CtaRunner::run(Launch& launch, Dim3 cluster_id) {
   const int n = launch.num_threads;
-  reserve_stacks(n);
-  Cta cta;
-  cta.launch = &launch;
-  cta.ctaid = ctaid;
-  cta.threads.resize(static_cast<size_t>(n));
-  cta.warps.resize(static_cast<size_t>((n + 31) / 32));
+  const Dim3& dims = launch.cluster;
+  const size_t size = size_t{dims.x} * dims.y * dims.z;
   if (launch.shared_bytes > kSharedWindowBytes)
     return fmt::format("emulator: kernel {} asks for {} bytes of shared memory per block; a block has at most {}",
                        launch.kernel, launch.shared_bytes, kSharedWindowBytes);
-  if (!shared_) {
-    auto window = static_cast<size_t>(kSharedWindowBytes);
-    shared_.reset(static_cast<std::byte*>(std::aligned_alloc(window, window)));
-    if (!shared_) fail("emulator: cannot allocate {} bytes of shared memory", window);
-  }
-  std::memset(shared_.get(), static_cast<int>(kSharedPoison), static_cast<size_t>(launch.shared_bytes));
-  cta.shared = shared_.get();
-  cta.generic_writes.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), ProxyShadow{});
-  if (launch.racecheck) cta.shadow.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), RaceShadow{});
-
+  reserve_stacks(n * static_cast<int>(size));
+  const Dim3 clusters{launch.grid.x / dims.x, launch.grid.y / dims.y, launch.grid.z / dims.z};
+  const uint64_t index = (uint64_t{cluster_id.z} * clusters.y + cluster_id.y) * clusters.x + cluster_id.x;
+  std::vector<Cta> ctas(size);
+  Cluster cluster{cluster_id, {}, int64_t{n} * static_cast<int64_t>(size), 0, 0};
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  for (int i = 0; i < n; ++i) {
-    Thread& t = cta.threads[static_cast<size_t>(i)];
-    t.tid = i;
-    std::byte* top = stacks_ + (page + stack_bytes_) * static_cast<size_t>(i + 1);
-    t.context = fc::make_fcontext(top, stack_bytes_, fiber_main);
+  for (size_t rank = 0; rank < size; ++rank) {
+    Cta& cta = ctas[rank];
+    cta.launch = &launch;
+    cta.cluster = &cluster;
+    cta.rank = static_cast<uint32_t>(rank);
+    cta.rank_in_cluster = {static_cast<uint32_t>(rank % dims.x), static_cast<uint32_t>(rank / dims.x % dims.y),
+                           static_cast<uint32_t>(rank / (size_t{dims.x} * dims.y))};
+    cta.ctaid = {cluster_id.x * dims.x + cta.rank_in_cluster.x, cluster_id.y * dims.y + cta.rank_in_cluster.y,
+                 cluster_id.z * dims.z + cta.rank_in_cluster.z};
+    cta.threads.resize(static_cast<size_t>(n));
+    cta.warps.resize(static_cast<size_t>((n + 31) / 32));
+    cta.shared = window(rank);
+    std::memset(cta.shared, static_cast<int>(kSharedPoison), static_cast<size_t>(launch.shared_bytes));
+    cta.generic_writes.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), ProxyShadow{});
+    if (launch.racecheck) cta.shadow.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), RaceShadow{});
+    for (int i = 0; i < n; ++i) {
+      Thread& t = cta.threads[static_cast<size_t>(i)];
+      t.tid = i;
+      size_t slot = rank * static_cast<size_t>(n) + static_cast<size_t>(i);
+      std::byte* top = stacks_ + (page + stack_bytes_) * (slot + 1);
+      t.context = fc::make_fcontext(top, stack_bytes_, fiber_main);
+    }
+    cluster.ctas.push_back(&cta);
   }
 
-  int finished = 0;
-  while (finished < n) {
+  // Round robin over the threads of every CTA of the cluster, until all have exited.
+  const int64_t total = cluster.threads;
+  int64_t finished = 0;
+  auto first_error = [&]() -> const std::string* {
+    for (const Cta& cta : ctas)
+      if (!cta.error.empty()) return &cta.error;
+    return nullptr;
+  };
+  while (finished < total) {
     bool ran = false;
-    for (Thread& t : cta.threads) {
-      if (t.state != ThreadState::runnable) continue;
-      running = {&cta, &t};
-      fc::transfer_t back = fc::jump_fcontext(t.context, &t);
-      t.context = back.fctx;
-      ran = true;
-      if (t.state == ThreadState::exited || t.state == ThreadState::aborted) ++finished;
+    for (Cta& cta : ctas) {
+      for (Thread& t : cta.threads) {
+        if (t.state != ThreadState::runnable) continue;
+        running = {&cta, &t};
+        fc::transfer_t back = fc::jump_fcontext(t.context, &t);
+        t.context = back.fctx;
+        ran = true;
+        if (t.state == ThreadState::exited || t.state == ThreadState::aborted) ++finished;
+        if (!cta.error.empty()) break;
+      }
       if (!cta.error.empty()) break;
     }
     running = {};
-    if (!cta.error.empty()) return cta.error;
-    if (launch.failed.load(std::memory_order_relaxed)) return {};
-    if (!ran && finished < n) return stuck_message(cta);
+    if (const std::string* error = first_error()) return *error;
+    if (launch.failed_at.load(std::memory_order_relaxed) < index) return {};
+    if (!ran && finished < total) {
+      // The CTA whose threads wait for something besides the cluster barrier: what holds the
+      // others there.
+      auto waits_on = [](const Cta& cta, bool cluster_barrier) {
+        return std::any_of(cta.threads.begin(), cta.threads.end(), [&](const Thread& t) {
+          return t.state != ThreadState::exited && (t.state == ThreadState::at_cluster_barrier) == cluster_barrier;
+        });
+      };
+      for (bool cluster_barrier : {false, true})
+        for (const Cta& cta : ctas)
+          if (waits_on(cta, cluster_barrier)) return stuck_message(cta);
+    }
   }
   return {};
 }
@@ -142,7 +182,14 @@ std::string CtaRunner::stuck_message(const Cta& cta) const {
   };
   std::string where = fmt::format("kernel {}, block ({}, {}, {})", cta.launch->kernel, cta.ctaid.x, cta.ctaid.y, cta.ctaid.z);
   std::string message;
-  if (!at_mbarrier.empty())
+  std::vector<int> at_cluster_barrier;
+  for (const Thread& t : cta.threads)
+    if (t.state == ThreadState::at_cluster_barrier) at_cluster_barrier.push_back(t.tid);
+  if (!at_cluster_barrier.empty() && at_mbarrier.empty() && at_barrier.empty() && at_warp.empty())
+    message = fmt::format("emulator: {}: barrier.cluster not reached by every thread of the cluster's {} CTAs: {} wait "
+                          "at it",
+                          where, cta.cluster->ctas.size(), describe(at_cluster_barrier));
+  else if (!at_mbarrier.empty())
     message = fmt::format("emulator: {}: mbarrier phase never completes (arrivals or transaction bytes missing): {} "
                           "wait on it",
                           where, describe(at_mbarrier));

@@ -1,4 +1,4 @@
-// Internal to the emulator: runs CTAs. Each of a CTA's threads is a fiber (Boost.Context's
+// Internal to the emulator: runs CTAs, a thread-block cluster's together. Each of a CTA's threads is a fiber (Boost.Context's
 // fcontext: a stack switch of a few nanoseconds) on one host thread; a thread runs until it
 // reaches a barrier or a warp collective, which suspend it until every participant arrived,
 // or until it exits. When no thread can run but some have not exited, the CTA is stuck: a
@@ -22,11 +22,13 @@ class CtaRunner {
   CtaRunner(const CtaRunner&) = delete;
   CtaRunner& operator=(const CtaRunner&) = delete;
 
-  // Runs CTA `ctaid` of `launch` to the end. Returns its error, empty when it ran cleanly.
-  std::string run(Launch& launch, Dim3 ctaid);
+  // Runs the CTAs of cluster `cluster_id` of `launch` (one CTA without clusters) together to
+  // the end. Returns the first error in rank order, empty when they ran cleanly.
+  std::string run(Launch& launch, Dim3 cluster_id);
 
  private:
   void reserve_stacks(int threads);
+  std::byte* window(size_t rank);  // the shared memory of the cluster's CTA `rank`
   std::string stuck_message(const Cta& cta) const;
 
   size_t stack_bytes_;
@@ -36,7 +38,8 @@ class CtaRunner {
   struct FreeWindow {
     void operator()(std::byte* p) const { std::free(p); }
   };
-  std::unique_ptr<std::byte, FreeWindow> shared_;  // kSharedWindowBytes, aligned to its size
+  // Per CTA of a cluster: kSharedWindowBytes, aligned to its size.
+  std::vector<std::unique_ptr<std::byte, FreeWindow>> windows_;
 };
 
 }  // namespace tilejit::emu

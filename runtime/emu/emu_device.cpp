@@ -25,6 +25,7 @@ namespace {
 
 constexpr size_t kAllocationAlignment = 256;  // what cuMemAlloc guarantees
 constexpr int kMaxThreadsPerCta = 1024;
+constexpr uint64_t kMaxClusterCtas = 8;  // the portable cluster size of sm_90
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -163,11 +164,19 @@ class EmuDevice : public Device {
     if (r.num_threads > kMaxThreadsPerCta) fail("launch of {}: {} threads per CTA exceeds {}", r.name, r.num_threads, kMaxThreadsPerCta);
     if (r.shared_bytes > info_.shared_per_block_optin)
       fail("launch of {}: {} bytes of shared memory exceed the device's {} per CTA", r.name, r.shared_bytes, info_.shared_per_block_optin);
+    const Dim3& c = dims.cluster;
+    if (c.x == 0 || c.y == 0 || c.z == 0 || g.x % c.x || g.y % c.y || g.z % c.z)
+      fail("launch of {}: clusters of ({}, {}, {}) CTAs do not tile the grid ({}, {}, {})", r.name, c.x, c.y, c.z, g.x,
+           g.y, g.z);
+    if (uint64_t{c.x} * c.y * c.z > kMaxClusterCtas)
+      fail("launch of {}: a cluster of ({}, {}, {}) CTAs exceeds the portable {} CTAs", r.name, c.x, c.y, c.z,
+           kMaxClusterCtas);
     emu::Launch launch;
     launch.kernel = r.name;
     launch.entry = k.host().entry();
     launch.args = args;
     launch.grid = g;
+    launch.cluster = c;
     launch.num_threads = r.num_threads;
     launch.shared_bytes = r.shared_bytes;
     launch.allocations = allocations_.snapshot();
@@ -181,11 +190,12 @@ class EmuDevice : public Device {
       fail("emulator: {} [{}, +{} bytes) is not inside an allocation of this device", what, p, bytes);
   }
 
-  // CTAs in linear order, handed out to the workers one at a time. After a failure no new
-  // CTA starts; the error reported is that of the first failing CTA in linear order (every
-  // CTA before it was handed out earlier and ran to its end), whatever the thread timing.
+  // Clusters (single CTAs without them) in linear order, handed out to the workers one at a
+  // time. After a failure no new cluster starts; the error reported is that of the first
+  // failing cluster in linear order (every cluster before it was handed out earlier and ran
+  // to its end), whatever the thread timing.
   void run_ctas(emu::Launch& launch) {
-    const Dim3& g = launch.grid;
+    const Dim3 g{launch.grid.x / launch.cluster.x, launch.grid.y / launch.cluster.y, launch.grid.z / launch.cluster.z};
     const uint64_t total = uint64_t(g.x) * g.y * g.z;
     std::atomic<uint64_t> next{0};
     std::mutex error_mutex;
@@ -193,7 +203,7 @@ class EmuDevice : public Device {
     uint64_t error_cta = total;
     auto work = [&] {
       thread_local emu::CtaRunner runner;
-      for (uint64_t i; (i = next.fetch_add(1)) < total && !launch.failed.load();) {
+      for (uint64_t i; (i = next.fetch_add(1)) < total && launch.failed_at.load() > i;) {
         Dim3 id{static_cast<uint32_t>(i % g.x), static_cast<uint32_t>(i / g.x % g.y), static_cast<uint32_t>(i / (uint64_t(g.x) * g.y))};
         std::string e;
         try {
@@ -204,7 +214,7 @@ class EmuDevice : public Device {
         if (e.empty()) continue;
         std::lock_guard lock(error_mutex);
         if (i < error_cta) error = std::move(e), error_cta = i;
-        launch.failed = true;
+        launch.failed_at = error_cta;
       }
     };
     int helpers = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(workers_), total)) - 1;

@@ -4,6 +4,7 @@
 // checked for races: two threads touching one word between the same two barriers, one of
 // them writing (atomics excepted). Every shared write is also remembered for the async-proxy
 // check of wgmma's operand reads (runtime/emu/wgmma_ops.cpp).
+#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -85,10 +86,61 @@ void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
       cta.generic_writes[static_cast<size_t>(word)] = {cta.proxy_clock, current().thread->tid};
 }
 
+Cta* cta_holding(const void* p) {
+  auto address = reinterpret_cast<uintptr_t>(p);
+  for (Cta* c : current().cta->cluster->ctas) {
+    auto base = reinterpret_cast<uintptr_t>(c->shared);
+    if (address >= base && address - base < static_cast<uintptr_t>(kSharedWindowBytes)) return c;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// An access through a shared::cluster address: the running CTA's own shared memory is
+// checked as such; another CTA's must be inside its block, aligned, and that CTA must not
+// have exited (PTX: a CTA accessing a peer's shared memory must make sure the peer is still
+// running, as with barrier.cluster before it exits). Accesses to a peer's memory are outside
+// the race detector's barrier intervals and the async-proxy check.
+void check_cluster_shared(const void* pointer, int64_t bytes, uint32_t flags) {
+  Cta* owner = cta_holding(pointer);
+  if (owner == current().cta) return check_shared(pointer, bytes, flags);
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  if (!owner) abort_thread(fmt::format("shared::cluster {} at {:#x} is in no CTA of the cluster", access_name(flags), address));
+  int64_t offset = static_cast<int64_t>(address - reinterpret_cast<uintptr_t>(owner->shared));
+  if (offset + bytes > owner->launch->shared_bytes)
+    abort_thread(fmt::format("shared::cluster {} of {} bytes at offset {} of cluster rank {} is outside its {} bytes of "
+                             "shared memory",
+                             access_name(flags), bytes, offset, owner->rank, owner->launch->shared_bytes));
+  if (misaligned(address, bytes))
+    abort_thread(fmt::format("misaligned {}-byte shared::cluster {} at offset {} of cluster rank {}", bytes,
+                             access_name(flags), offset, owner->rank));
+  if (std::all_of(owner->threads.begin(), owner->threads.end(), [](const Thread& t) { return t.state == ThreadState::exited; }))
+    abort_thread(fmt::format("shared::cluster {} at offset {} of cluster rank {}, which has exited", access_name(flags),
+                             offset, owner->rank));
+}
+
+// mapa.shared::cluster: the address of the variable at `p` in the running CTA's shared memory
+// in the shared memory of the cluster's CTA `rank`.
+void* map_to_rank(void* p, uint32_t rank) {
+  Cta& self = *current().cta;
+  int64_t offset = static_cast<std::byte*>(p) - self.shared;
+  if (offset < 0 || offset >= self.launch->shared_bytes)
+    abort_thread(fmt::format("mapa of shared offset {}: outside the CTA's {} bytes of shared memory", offset,
+                             self.launch->shared_bytes));
+  if (rank >= self.cluster->ctas.size())
+    abort_thread(fmt::format("mapa to cluster rank {}: the cluster has {} CTAs", rank, self.cluster->ctas.size()));
+  return self.cluster->ctas[rank]->shared + offset;
+}
+
+}  // namespace
+
 void add_memory_symbols(codegen::HostSymbols& out) {
   out.emplace_back(codegen::kHostSharedBase, reinterpret_cast<void*>(shared_base));
   out.emplace_back(codegen::kHostCheckGlobal, reinterpret_cast<void*>(check_global));
   out.emplace_back(codegen::kHostCheckShared, reinterpret_cast<void*>(check_shared));
+  out.emplace_back(codegen::kHostCheckClusterShared, reinterpret_cast<void*>(check_cluster_shared));
+  out.emplace_back(codegen::host_intrinsic_name("llvm.nvvm.mapa.shared.cluster"), reinterpret_cast<void*>(map_to_rank));
 }
 
 }  // namespace tilejit::emu

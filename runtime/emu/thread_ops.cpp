@@ -27,6 +27,24 @@ uint32_t ctaid_z() { return cta().ctaid.z; }
 uint32_t nctaid_x() { return cta().launch->grid.x; }
 uint32_t nctaid_y() { return cta().launch->grid.y; }
 uint32_t nctaid_z() { return cta().launch->grid.z; }
+uint32_t cluster_ctarank() { return cta().rank; }
+uint32_t cluster_nctarank() { return static_cast<uint32_t>(cta().cluster->ctas.size()); }
+uint32_t cluster_ctaid_x() { return cta().rank_in_cluster.x; }
+uint32_t cluster_ctaid_y() { return cta().rank_in_cluster.y; }
+uint32_t cluster_ctaid_z() { return cta().rank_in_cluster.z; }
+uint32_t cluster_nctaid_x() { return cta().launch->cluster.x; }
+uint32_t cluster_nctaid_y() { return cta().launch->cluster.y; }
+uint32_t cluster_nctaid_z() { return cta().launch->cluster.z; }
+uint32_t clusterid_x() { return cta().cluster->id.x; }
+uint32_t clusterid_y() { return cta().cluster->id.y; }
+uint32_t clusterid_z() { return cta().cluster->id.z; }
+uint32_t nclusterid_x() { return cta().launch->grid.x / cta().launch->cluster.x; }
+uint32_t nclusterid_y() { return cta().launch->grid.y / cta().launch->cluster.y; }
+uint32_t nclusterid_z() { return cta().launch->grid.z / cta().launch->cluster.z; }
+bool is_explicit_cluster() {
+  const Dim3& c = cta().launch->cluster;
+  return c.x * c.y * c.z > 1;
+}
 uint32_t laneid() { return static_cast<uint32_t>(lane()); }
 uint32_t warpid() { return static_cast<uint32_t>(tid() / 32); }
 uint32_t nwarpid() { return static_cast<uint32_t>((cta().launch->num_threads + 31) / 32); }
@@ -59,6 +77,40 @@ void barrier_count(uint32_t id, uint32_t count) {
   while (self.state == ThreadState::at_barrier) yield_to_scheduler();
 }
 // bar.sync `id` for the whole CTA.
+// barrier.cluster.arrive (release; .relaxed without, the same here, where every access is
+// seen at once): the thread's arrival on the cluster barrier's current phase, which completes
+// when every thread of every CTA of the cluster has arrived. Each arrival must be followed by
+// the thread's barrier.cluster.wait before its next one.
+void cluster_arrive() {
+  Thread& self = *current().thread;
+  Cluster& cluster = *cta().cluster;
+  if (self.cluster_arrivals > self.cluster_waits)
+    abort_thread("barrier.cluster.arrive twice without a barrier.cluster.wait between");
+  ++self.cluster_arrivals;
+  if (++cluster.arrived < cluster.threads) return;
+  cluster.arrived = 0;
+  ++cluster.completed;
+  for (Cta* c : cluster.ctas) {
+    ++c->epoch;
+    for (Thread& t : c->threads)
+      if (t.state == ThreadState::at_cluster_barrier) t.state = ThreadState::runnable;
+  }
+}
+
+// barrier.cluster.wait (acquire): until the phase of the thread's last arrival completed.
+void cluster_wait() {
+  Thread& self = *current().thread;
+  if (self.cluster_waits == self.cluster_arrivals) abort_thread("barrier.cluster.wait without a barrier.cluster.arrive");
+  ++self.cluster_waits;
+  while (cta().cluster->completed < self.cluster_waits) {
+    self.state = ThreadState::at_cluster_barrier;
+    while (self.state == ThreadState::at_cluster_barrier) yield_to_scheduler();
+  }
+}
+
+// fence.mbarrier_init.release.cluster: every access is seen at once here.
+void fence_mbarrier_init() {}
+
 void barrier(uint32_t id) { barrier_count(id, static_cast<uint32_t>(cta().threads.size())); }
 void barrier0() { barrier(0); }
 
@@ -192,6 +244,27 @@ void add_thread_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.barrier.cta.sync.aligned.all", address(barrier));
   add("llvm.nvvm.barrier.cta.sync.all", address(barrier));
   add("llvm.nvvm.barrier0", address(barrier0));
+  add("llvm.nvvm.read.ptx.sreg.cluster.ctarank", address(cluster_ctarank));
+  add("llvm.nvvm.read.ptx.sreg.cluster.nctarank", address(cluster_nctarank));
+  add("llvm.nvvm.read.ptx.sreg.cluster.ctaid.x", address(cluster_ctaid_x));
+  add("llvm.nvvm.read.ptx.sreg.cluster.ctaid.y", address(cluster_ctaid_y));
+  add("llvm.nvvm.read.ptx.sreg.cluster.ctaid.z", address(cluster_ctaid_z));
+  add("llvm.nvvm.read.ptx.sreg.cluster.nctaid.x", address(cluster_nctaid_x));
+  add("llvm.nvvm.read.ptx.sreg.cluster.nctaid.y", address(cluster_nctaid_y));
+  add("llvm.nvvm.read.ptx.sreg.cluster.nctaid.z", address(cluster_nctaid_z));
+  add("llvm.nvvm.read.ptx.sreg.clusterid.x", address(clusterid_x));
+  add("llvm.nvvm.read.ptx.sreg.clusterid.y", address(clusterid_y));
+  add("llvm.nvvm.read.ptx.sreg.clusterid.z", address(clusterid_z));
+  add("llvm.nvvm.read.ptx.sreg.nclusterid.x", address(nclusterid_x));
+  add("llvm.nvvm.read.ptx.sreg.nclusterid.y", address(nclusterid_y));
+  add("llvm.nvvm.read.ptx.sreg.nclusterid.z", address(nclusterid_z));
+  add("llvm.nvvm.is_explicit_cluster", address(is_explicit_cluster));
+  for (const char* arrive : {"llvm.nvvm.barrier.cluster.arrive", "llvm.nvvm.barrier.cluster.arrive.relaxed",
+                             "llvm.nvvm.barrier.cluster.arrive.aligned", "llvm.nvvm.barrier.cluster.arrive.relaxed.aligned"})
+    add(arrive, address(cluster_arrive));
+  add("llvm.nvvm.barrier.cluster.wait", address(cluster_wait));
+  add("llvm.nvvm.barrier.cluster.wait.aligned", address(cluster_wait));
+  add("llvm.nvvm.fence.mbarrier_init.release.cluster", address(fence_mbarrier_init));
   add("llvm.nvvm.barrier.cta.sync.aligned.count", address(barrier_count));
   add("llvm.nvvm.barrier.cta.sync.count", address(barrier_count));
   add("llvm.nvvm.setmaxnreg.inc.sync.aligned.u32", address(set_max_registers));

@@ -8,6 +8,9 @@
 //     16-byte chunk of the box placed by the map's swizzle (the XOR of address bits 4-6 with
 //     bits 7-9: 128-byte swizzle; bits 4-5 / 7-8: 64-byte; bit 4 / 7: 32-byte), and completes
 //     the box's bytes as transactions on the mbarrier.
+//   - in a thread-block cluster, mbarrier.arrive on a peer's mbarrier (shared::cluster), and
+//     the multicast form of the copy, which writes the box at the same offset of every CTA in
+//     its mask and completes it on the mbarrier at the same offset in each.
 // The copies land at the latest moment PTX allows: when a thread waits on their mbarrier.
 // Their destination holds poison from the issue until then, so a kernel that reads a block
 // before its phase completed computes garbage here as it may on the GPU. TMA writes through
@@ -47,24 +50,36 @@ Mbarrier& mbarrier_at(const void* p, const char* op) {
   return it->second;
 }
 
-// Threads waiting on an mbarrier look at theirs again (each wait loops until its phase completed).
-void wake_mbarrier_waiters() {
-  for (Thread& t : cta().threads)
+// The mbarrier at `offset` of `block`'s shared memory (another CTA's in the cluster, for a
+// remote arrival or a multicast copy).
+Mbarrier& mbarrier_of(Cta& block, int64_t offset, const char* op) {
+  auto it = block.mbarriers.find(offset);
+  if (it == block.mbarriers.end())
+    abort_thread(fmt::format("{} on shared offset {} of cluster rank {}, where no mbarrier was initialized", op, offset,
+                             block.rank));
+  return it->second;
+}
+
+// Threads of `block` waiting on an mbarrier look at theirs again (each wait loops until its
+// phase completed).
+void wake_mbarrier_waiters(Cta& block) {
+  for (Thread& t : block.threads)
     if (t.state == ThreadState::at_mbarrier) t.state = ThreadState::runnable;
 }
 
-void complete_phase_if_done(Mbarrier& b) {
+void complete_phase_if_done(Cta& block, Mbarrier& b) {
   if (b.pending > 0 || b.tx_count != 0) return;
   ++b.phase;
   b.pending = b.expected;
-  wake_mbarrier_waiters();
+  wake_mbarrier_waiters(block);
 }
 
 int64_t swizzled(int64_t address, int swizzle_bytes) {
-  int64_t rows_mask = swizzle_bytes / 16 - 1;  // 0 without a swizzle
+  int64_t rows_mask = swizzle_bytes ? swizzle_bytes / 16 - 1 : 0;
   return address ^ (((address >> 7) & rows_mask) << 4);
 }
 
+// Into the running thread's CTA, whose mbarrier the copy completes on.
 void land(const TmaCopy& c) {
   Cta& block = cta();
   const EmuTensorMap& m = c.map;
@@ -97,7 +112,7 @@ void land_copies(Mbarrier& b) {
     land(c);
     b.tx_count -= int64_t{c.map.box_columns} * c.map.element_bytes * c.map.box_rows;
   }
-  complete_phase_if_done(b);
+  complete_phase_if_done(cta(), b);
 }
 
 void mbarrier_init(void* bar, int32_t count) {
@@ -123,7 +138,7 @@ uint64_t mbarrier_arrive_expect_tx(void* bar, int32_t tx) {
   uint64_t state = b.phase;
   b.tx_count += tx;
   --b.pending;
-  complete_phase_if_done(b);
+  complete_phase_if_done(cta(), b);
   return state;
 }
 
@@ -133,11 +148,29 @@ uint64_t mbarrier_arrive(void* bar) {
   if (b.pending == 0) abort_thread("mbarrier.arrive: more arrivals than the phase expects");
   uint64_t state = b.phase;
   --b.pending;
-  complete_phase_if_done(b);
+  complete_phase_if_done(cta(), b);
   // A waiter this arrival released (a producer refilling a slot) runs before the arriving
   // thread goes on, so a slot released before its last read is overwritten while it matters.
   yield_to_scheduler();
   return state;
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster: `count` arrivals on an mbarrier of any CTA
+// of the cluster (one that has not exited), released waiters running first as above.
+void mbarrier_arrive_cluster(void* bar, int32_t count) {
+  constexpr const char* op = "mbarrier.arrive.shared::cluster";
+  Cta* owner = cta_holding(bar);
+  if (!owner) abort_thread(fmt::format("{} at {}: the address is in no CTA of the cluster", op, bar));
+  if (std::all_of(owner->threads.begin(), owner->threads.end(), [](const Thread& t) { return t.state == ThreadState::exited; }))
+    abort_thread(fmt::format("{} on cluster rank {}, which has exited", op, owner->rank));
+  int64_t offset = static_cast<std::byte*>(bar) - owner->shared;
+  if (offset % 8) abort_thread(fmt::format("{} at shared offset {}: it must be 8-byte aligned", op, offset));
+  Mbarrier& b = mbarrier_of(*owner, offset, op);
+  if (count < 1 || count > b.pending)
+    abort_thread(fmt::format("{} with {} arrivals: the phase expects {} more", op, count, b.pending));
+  b.pending -= count;
+  complete_phase_if_done(*owner, b);
+  yield_to_scheduler();
 }
 
 // Blocks until the phase of `parity` has completed (the GPU's try_wait may also return false
@@ -153,25 +186,49 @@ bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
   }
 }
 
-void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_t row, int32_t /*cta_mask*/,
+// The copy of one box into `block` at `offset`, completing on its mbarrier at `bar_offset`.
+void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMap& m, int32_t column, int32_t row,
+               const char* op) {
+  int64_t bytes = int64_t{m.box_columns} * m.element_bytes * m.box_rows;
+  if (offset < 0 || offset + bytes > block.launch->shared_bytes || offset % 128)
+    abort_thread(fmt::format("{} to shared offset {} ({} bytes) of cluster rank {}: outside its {} bytes of shared "
+                             "memory or not 128-byte aligned",
+                             op, offset, bytes, block.rank, block.launch->shared_bytes));
+  if (std::all_of(block.threads.begin(), block.threads.end(), [](const Thread& t) { return t.state == ThreadState::exited; }))
+    abort_thread(fmt::format("{} into cluster rank {}, which has exited", op, block.rank));
+  Mbarrier& b = mbarrier_of(block, bar_offset, op);
+  for (int64_t word = offset / 4; word < (offset + bytes) / 4; ++word)
+    if (int writer = unfenced_generic_writer(block, word); writer >= 0)
+      abort_thread(fmt::format("{} overwrites shared offset {} of cluster rank {}, which its thread {} wrote through the "
+                               "generic proxy without a fence.proxy.async since",
+                               op, word * 4, block.rank, writer));
+  std::memset(block.shared + offset, static_cast<int>(kInFlightPoison), static_cast<size_t>(bytes));
+  b.in_flight.push_back({block.shared + offset, m, column, row});
+  // A thread may already wait on the mbarrier (one that did not issue the copy): it lands it.
+  wake_mbarrier_waiters(block);
+}
+
+// cp.async.bulk.tensor.2d: one box into the CTA that holds `to` (a shared::cluster address),
+// completing on its mbarrier at `bar`'s offset; with .multicast::cluster, into every CTA of
+// `cta_mask` (bits by cluster rank) at the same offsets.
+void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_t row, int32_t cta_mask,
                     int64_t /*cache_hint*/, int32_t use_cta_mask, int32_t /*use_cache_hint*/, int32_t cta_group) {
   constexpr const char* op = "cp.async.bulk.tensor.2d";
-  if ((use_cta_mask & 1) || cta_group != 0) abort_thread(fmt::format("{}: multicast is not emulated", op));
+  if (cta_group != 0) abort_thread(fmt::format("{}: .cta_group is not emulated (sm_100)", op));
   EmuTensorMap m;
   std::memcpy(&m, map, sizeof m);
   if (m.magic != EmuTensorMap::kMagic) abort_thread(fmt::format("{}: the tensor map is not one the emulator encoded", op));
-  int64_t bytes = int64_t{m.box_columns} * m.element_bytes * m.box_rows;
-  int64_t offset = shared_offset(to, bytes, 128, op);
-  Mbarrier& b = mbarrier_at(bar, op);
-  for (int64_t word = offset / 4; word < (offset + bytes) / 4; ++word)
-    if (int writer = unfenced_generic_writer(cta(), word); writer >= 0)
-      abort_thread(fmt::format("{} overwrites shared offset {}, which thread {} wrote through the generic proxy without "
-                               "a fence.proxy.async since",
-                               op, word * 4, writer));
-  std::memset(to, static_cast<int>(kInFlightPoison), static_cast<size_t>(bytes));
-  b.in_flight.push_back({static_cast<std::byte*>(to), m, column, row});
-  // A thread may already wait on the mbarrier (one that did not issue the copy): it lands it.
-  wake_mbarrier_waiters();
+  Cta* owner = cta_holding(to);
+  if (!owner) abort_thread(fmt::format("{} to {}: the address is in no CTA of the cluster", op, to));
+  int64_t offset = static_cast<std::byte*>(to) - owner->shared;
+  int64_t bar_offset = shared_offset(bar, 8, 8, op);
+  if (!(use_cta_mask & 1)) return issue_box(*owner, offset, bar_offset, m, column, row, op);
+  const std::vector<Cta*>& ctas = cta().cluster->ctas;
+  auto mask = static_cast<uint32_t>(cta_mask) & 0xffff;
+  if (mask == 0 || mask >> ctas.size())
+    abort_thread(fmt::format("{}.multicast::cluster with CTA mask {:#x}: the cluster has {} CTAs", op, mask, ctas.size()));
+  for (uint32_t rank = 0; rank < ctas.size(); ++rank)
+    if (mask >> rank & 1) issue_box(*ctas[rank], offset, bar_offset, m, column, row, op);
 }
 
 }  // namespace
@@ -181,6 +238,7 @@ void add_tma_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.mbarrier.init.shared", reinterpret_cast<void*>(mbarrier_init));
   add("llvm.nvvm.mbarrier.inval.shared", reinterpret_cast<void*>(mbarrier_inval));
   add("llvm.nvvm.mbarrier.arrive.shared", reinterpret_cast<void*>(mbarrier_arrive));
+  add("llvm.nvvm.mbarrier.arrive.scope.cluster.space.cluster", reinterpret_cast<void*>(mbarrier_arrive_cluster));
   add("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_arrive_expect_tx));
   add("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_try_wait_parity));
   add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));

@@ -1,6 +1,6 @@
 // Internal to the emulator: the state of one CTA while its threads run as fibers on one host
-// thread, and of the launch it belongs to. The runtime functions the kernel calls reach the
-// running thread through `current_thread()`.
+// thread (with the other CTAs of its thread-block cluster), and of the launch it belongs to.
+// The runtime functions the kernel calls reach the running thread through `current()`.
 #pragma once
 
 #include <atomic>
@@ -165,10 +165,21 @@ struct Cta {
 struct Cluster {
   Dim3 id;                  // %clusterid
   std::vector<Cta*> ctas;   // by rank
-  int64_t threads = 0;      // in all its CTAs
-  int64_t arrived = 0;      // in the current phase
+  int64_t live = 0;         // threads of all its CTAs that have not exited: what a phase waits for
+  int64_t arrived = 0;      // live threads arrived in the current phase
   uint64_t completed = 0;   // phases
 };
+
+// Whether every thread of `cta` has exited (a peer's shared memory is gone then).
+inline bool all_exited(const Cta& cta) {
+  for (const Thread& t : cta.threads)
+    if (t.state != ThreadState::exited) return false;
+  return true;
+}
+
+// After an arrival or an exit: completes the cluster barrier's phase when every live thread
+// has arrived, releasing the threads that wait for it.
+void complete_cluster_phase_if_done(Cluster& cluster);
 
 // The CTA of the running thread's cluster whose shared memory holds `p` (a shared::cluster
 // address), or null.

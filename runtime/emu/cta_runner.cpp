@@ -36,6 +36,11 @@ void fiber_main(fc::transfer_t from) {
   Thread& self = *static_cast<Thread*>(from.data);
   cta.launch->entry(cta.launch->args);
   self.state = ThreadState::exited;
+  // The cluster barrier waits for the threads that have not exited only.
+  Cluster& cluster = *cta.cluster;
+  --cluster.live;
+  if (self.cluster_arrivals > cluster.completed) --cluster.arrived;
+  complete_cluster_phase_if_done(cluster);
   leave_fiber(cta);
 }
 
@@ -75,7 +80,12 @@ void CtaRunner::reserve_stacks(int threads) {
   if (p == MAP_FAILED) fail("emulator: cannot map {} bytes of fiber stacks for {} threads", mapped_bytes_, threads);
   stacks_ = static_cast<std::byte*>(p);
   // A guard page below each stack turns an overflow into a fault instead of corruption.
-  for (int i = 0; i < threads; ++i) mprotect(stacks_ + slot * static_cast<size_t>(i), page, PROT_NONE);
+  // Each stack and its guard page are two mappings: a cluster of 8 CTAs of 1024 threads takes
+  // 16384 per worker, and four such workers reach Linux's default limit of 65530 mappings per
+  // process, which the failure below then names.
+  for (int i = 0; i < threads; ++i)
+    if (mprotect(stacks_ + slot * static_cast<size_t>(i), page, PROT_NONE) != 0)
+      fail("emulator: cannot protect the guard page of fiber stack {} of {}", i, threads);
   stack_count_ = threads;
 }
 
@@ -88,7 +98,7 @@ std::byte* CtaRunner::window(size_t rank) {
   return windows_[rank].get();
 }
 
-std::string CtaRunner::run(Launch& launch, Dim3 cluster_id) {
+std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
   const int n = launch.num_threads;
   const Dim3& dims = launch.cluster;
   const size_t size = size_t{dims.x} * dims.y * dims.z;
@@ -96,10 +106,9 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id) {
     return fmt::format("emulator: kernel {} asks for {} bytes of shared memory per block; a block has at most {}",
                        launch.kernel, launch.shared_bytes, kSharedWindowBytes);
   reserve_stacks(n * static_cast<int>(size));
-  const Dim3 clusters{launch.grid.x / dims.x, launch.grid.y / dims.y, launch.grid.z / dims.z};
-  const uint64_t index = (uint64_t{cluster_id.z} * clusters.y + cluster_id.y) * clusters.x + cluster_id.x;
   std::vector<Cta> ctas(size);
-  Cluster cluster{cluster_id, {}, int64_t{n} * static_cast<int64_t>(size), 0, 0};
+  const int64_t total = int64_t{n} * static_cast<int64_t>(size);
+  Cluster cluster{cluster_id, {}, total, 0, 0};
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (size_t rank = 0; rank < size; ++rank) {
     Cta& cta = ctas[rank];
@@ -126,14 +135,9 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id) {
     cluster.ctas.push_back(&cta);
   }
 
-  // Round robin over the threads of every CTA of the cluster, until all have exited.
-  const int64_t total = cluster.threads;
+  // Round robin over the threads of every CTA of the cluster, until all have exited; the
+  // first error ends the run.
   int64_t finished = 0;
-  auto first_error = [&]() -> const std::string* {
-    for (const Cta& cta : ctas)
-      if (!cta.error.empty()) return &cta.error;
-    return nullptr;
-  };
   while (finished < total) {
     bool ran = false;
     for (Cta& cta : ctas) {
@@ -142,26 +146,23 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id) {
         running = {&cta, &t};
         fc::transfer_t back = fc::jump_fcontext(t.context, &t);
         t.context = back.fctx;
+        running = {};
         ran = true;
         if (t.state == ThreadState::exited || t.state == ThreadState::aborted) ++finished;
-        if (!cta.error.empty()) break;
+        if (!cta.error.empty()) return cta.error;
       }
-      if (!cta.error.empty()) break;
     }
-    running = {};
-    if (const std::string* error = first_error()) return *error;
     if (launch.failed_at.load(std::memory_order_relaxed) < index) return {};
     if (!ran && finished < total) {
-      // The CTA whose threads wait for something besides the cluster barrier: what holds the
-      // others there.
-      auto waits_on = [](const Cta& cta, bool cluster_barrier) {
-        return std::any_of(cta.threads.begin(), cta.threads.end(), [&](const Thread& t) {
-          return t.state != ThreadState::exited && (t.state == ThreadState::at_cluster_barrier) == cluster_barrier;
-        });
-      };
-      for (bool cluster_barrier : {false, true})
+      // The CTA whose threads wait for something besides the cluster barrier (whose phase
+      // completes once every live thread arrived): what holds the others there.
+      for (bool besides_cluster_barrier : {true, false})
         for (const Cta& cta : ctas)
-          if (waits_on(cta, cluster_barrier)) return stuck_message(cta);
+          if (std::any_of(cta.threads.begin(), cta.threads.end(), [&](const Thread& t) {
+                return t.state != ThreadState::exited &&
+                       (!besides_cluster_barrier || t.state != ThreadState::at_cluster_barrier);
+              }))
+            return stuck_message(cta);
     }
   }
   return {};
@@ -182,14 +183,7 @@ std::string CtaRunner::stuck_message(const Cta& cta) const {
   };
   std::string where = fmt::format("kernel {}, block ({}, {}, {})", cta.launch->kernel, cta.ctaid.x, cta.ctaid.y, cta.ctaid.z);
   std::string message;
-  std::vector<int> at_cluster_barrier;
-  for (const Thread& t : cta.threads)
-    if (t.state == ThreadState::at_cluster_barrier) at_cluster_barrier.push_back(t.tid);
-  if (!at_cluster_barrier.empty() && at_mbarrier.empty() && at_barrier.empty() && at_warp.empty())
-    message = fmt::format("emulator: {}: barrier.cluster not reached by every thread of the cluster's {} CTAs: {} wait "
-                          "at it",
-                          where, cta.cluster->ctas.size(), describe(at_cluster_barrier));
-  else if (!at_mbarrier.empty())
+  if (!at_mbarrier.empty())
     message = fmt::format("emulator: {}: mbarrier phase never completes (arrivals or transaction bytes missing): {} "
                           "wait on it",
                           where, describe(at_mbarrier));
@@ -205,6 +199,11 @@ std::string CtaRunner::stuck_message(const Cta& cta) const {
     message = fmt::format("emulator: {}: warp collective not reached by every lane of its mask: {} wait", where,
                           describe(at_warp));
   if (!at_warp.empty() && !at_barrier.empty()) message += fmt::format(", {} wait at a warp collective", describe(at_warp));
+  // Those at the cluster barrier wait for the others (it completes once every live thread arrived).
+  std::vector<int> at_cluster_barrier;
+  for (const Thread& t : cta.threads)
+    if (t.state == ThreadState::at_cluster_barrier) at_cluster_barrier.push_back(t.tid);
+  if (!at_cluster_barrier.empty()) message += fmt::format(", {} wait at barrier.cluster", describe(at_cluster_barrier));
   if (!exited.empty()) message += fmt::format(", {} exited", describe(exited));
   return message;
 }

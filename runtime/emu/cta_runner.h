@@ -1,8 +1,9 @@
-// Internal to the emulator: runs CTAs, a thread-block cluster's together. Each of a CTA's threads is a fiber (Boost.Context's
-// fcontext: a stack switch of a few nanoseconds) on one host thread; a thread runs until it
-// reaches a barrier or a warp collective, which suspend it until every participant arrived,
-// or until it exits. When no thread can run but some have not exited, the CTA is stuck: a
-// barrier or warp collective some threads never reach, reported as an error.
+// Internal to the emulator: runs CTAs, a thread-block cluster's together. Each of a CTA's
+// threads is a fiber (Boost.Context's fcontext: a stack switch of a few nanoseconds) on one
+// host thread; a thread runs until it reaches a barrier or a warp collective, which suspend it
+// until every participant arrived, or until it exits. When no thread can run but some have not
+// exited, the CTAs are stuck: a barrier or warp collective some threads never reach, reported
+// as an error.
 #pragma once
 
 #include <cstddef>
@@ -22,9 +23,10 @@ class CtaRunner {
   CtaRunner(const CtaRunner&) = delete;
   CtaRunner& operator=(const CtaRunner&) = delete;
 
-  // Runs the CTAs of cluster `cluster_id` of `launch` (one CTA without clusters) together to
-  // the end. Returns the first error in rank order, empty when they ran cleanly.
-  std::string run(Launch& launch, Dim3 cluster_id);
+  // Runs the CTAs of cluster `cluster_id` of `launch` (one CTA without clusters; `index`: the
+  // cluster's in linear order) together to the end. Returns the first error, empty when they
+  // ran cleanly or stopped early after an earlier cluster failed.
+  std::string run(Launch& launch, Dim3 cluster_id, uint64_t index);
 
  private:
   void reserve_stacks(int threads);

@@ -200,21 +200,21 @@ class EmuDevice : public Device {
     std::atomic<uint64_t> next{0};
     std::mutex error_mutex;
     std::string error;
-    uint64_t error_cta = total;
+    uint64_t error_cluster = total;
     auto work = [&] {
       thread_local emu::CtaRunner runner;
       for (uint64_t i; (i = next.fetch_add(1)) < total && launch.failed_at.load() > i;) {
         Dim3 id{static_cast<uint32_t>(i % g.x), static_cast<uint32_t>(i / g.x % g.y), static_cast<uint32_t>(i / (uint64_t(g.x) * g.y))};
         std::string e;
         try {
-          e = runner.run(launch, id);
+          e = runner.run(launch, id, i);
         } catch (const Error& failure) {  // a worker thread must not let an exception escape
           e = failure.what();
         }
         if (e.empty()) continue;
         std::lock_guard lock(error_mutex);
-        if (i < error_cta) error = std::move(e), error_cta = i;
-        launch.failed_at = error_cta;
+        if (i < error_cluster) error = std::move(e), error_cluster = i;
+        launch.failed_at = error_cluster;
       }
     };
     int helpers = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(workers_), total)) - 1;

@@ -4,7 +4,6 @@
 // checked for races: two threads touching one word between the same two barriers, one of
 // them writing (atomics excepted). Every shared write is also remembered for the async-proxy
 // check of wgmma's operand reads (runtime/emu/wgmma_ops.cpp).
-#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -115,7 +114,7 @@ void check_cluster_shared(const void* pointer, int64_t bytes, uint32_t flags) {
   if (misaligned(address, bytes))
     abort_thread(fmt::format("misaligned {}-byte shared::cluster {} at offset {} of cluster rank {}", bytes,
                              access_name(flags), offset, owner->rank));
-  if (std::all_of(owner->threads.begin(), owner->threads.end(), [](const Thread& t) { return t.state == ThreadState::exited; }))
+  if (all_exited(*owner))
     abort_thread(fmt::format("shared::cluster {} at offset {} of cluster rank {}, which has exited", access_name(flags),
                              offset, owner->rank));
 }
@@ -140,7 +139,8 @@ void add_memory_symbols(codegen::HostSymbols& out) {
   out.emplace_back(codegen::kHostCheckGlobal, reinterpret_cast<void*>(check_global));
   out.emplace_back(codegen::kHostCheckShared, reinterpret_cast<void*>(check_shared));
   out.emplace_back(codegen::kHostCheckClusterShared, reinterpret_cast<void*>(check_cluster_shared));
-  out.emplace_back(codegen::host_intrinsic_name("llvm.nvvm.mapa.shared.cluster"), reinterpret_cast<void*>(map_to_rank));
+  for (const char* mapa : {"llvm.nvvm.mapa.shared.cluster", "llvm.nvvm.mapa"})  // shared / generic addresses
+    out.emplace_back(codegen::host_intrinsic_name(mapa), reinterpret_cast<void*>(map_to_rank));
 }
 
 }  // namespace tilejit::emu

@@ -76,25 +76,19 @@ void barrier_count(uint32_t id, uint32_t count) {
   self.state = ThreadState::at_barrier;
   while (self.state == ThreadState::at_barrier) yield_to_scheduler();
 }
-// bar.sync `id` for the whole CTA.
+
 // barrier.cluster.arrive (release; .relaxed without, the same here, where every access is
 // seen at once): the thread's arrival on the cluster barrier's current phase, which completes
-// when every thread of every CTA of the cluster has arrived. Each arrival must be followed by
-// the thread's barrier.cluster.wait before its next one.
+// when every thread of the cluster that has not exited has arrived. Each arrival must be
+// followed by the thread's barrier.cluster.wait before its next one.
 void cluster_arrive() {
   Thread& self = *current().thread;
   Cluster& cluster = *cta().cluster;
   if (self.cluster_arrivals > self.cluster_waits)
     abort_thread("barrier.cluster.arrive twice without a barrier.cluster.wait between");
   ++self.cluster_arrivals;
-  if (++cluster.arrived < cluster.threads) return;
-  cluster.arrived = 0;
-  ++cluster.completed;
-  for (Cta* c : cluster.ctas) {
-    ++c->epoch;
-    for (Thread& t : c->threads)
-      if (t.state == ThreadState::at_cluster_barrier) t.state = ThreadState::runnable;
-  }
+  ++cluster.arrived;
+  complete_cluster_phase_if_done(cluster);
 }
 
 // barrier.cluster.wait (acquire): until the phase of the thread's last arrival completed.
@@ -111,6 +105,7 @@ void cluster_wait() {
 // fence.mbarrier_init.release.cluster: every access is seen at once here.
 void fence_mbarrier_init() {}
 
+// bar.sync `id` for the whole CTA.
 void barrier(uint32_t id) { barrier_count(id, static_cast<uint32_t>(cta().threads.size())); }
 void barrier0() { barrier(0); }
 
@@ -222,6 +217,17 @@ void* address(F* f) {
 }
 
 }  // namespace
+
+void complete_cluster_phase_if_done(Cluster& cluster) {
+  if (cluster.arrived == 0 || cluster.arrived < cluster.live) return;
+  cluster.arrived = 0;
+  ++cluster.completed;
+  for (Cta* c : cluster.ctas) {
+    ++c->epoch;
+    for (Thread& t : c->threads)
+      if (t.state == ThreadState::at_cluster_barrier) t.state = ThreadState::runnable;
+  }
+}
 
 void add_thread_symbols(codegen::HostSymbols& out) {
   auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };

@@ -50,13 +50,17 @@ Mbarrier& mbarrier_at(const void* p, const char* op) {
   return it->second;
 }
 
+// " of cluster rank N" where `block` has peers: which CTA's shared memory a message means.
+std::string of_rank(const Cta& block) {
+  return block.cluster->ctas.size() > 1 ? fmt::format(" of cluster rank {}", block.rank) : std::string();
+}
+
 // The mbarrier at `offset` of `block`'s shared memory (another CTA's in the cluster, for a
 // remote arrival or a multicast copy).
 Mbarrier& mbarrier_of(Cta& block, int64_t offset, const char* op) {
   auto it = block.mbarriers.find(offset);
   if (it == block.mbarriers.end())
-    abort_thread(fmt::format("{} on shared offset {} of cluster rank {}, where no mbarrier was initialized", op, offset,
-                             block.rank));
+    abort_thread(fmt::format("{} on shared offset {}{}, where no mbarrier was initialized", op, offset, of_rank(block)));
   return it->second;
 }
 
@@ -161,8 +165,7 @@ void mbarrier_arrive_cluster(void* bar, int32_t count) {
   constexpr const char* op = "mbarrier.arrive.shared::cluster";
   Cta* owner = cta_holding(bar);
   if (!owner) abort_thread(fmt::format("{} at {}: the address is in no CTA of the cluster", op, bar));
-  if (std::all_of(owner->threads.begin(), owner->threads.end(), [](const Thread& t) { return t.state == ThreadState::exited; }))
-    abort_thread(fmt::format("{} on cluster rank {}, which has exited", op, owner->rank));
+  if (all_exited(*owner)) abort_thread(fmt::format("{} on cluster rank {}, which has exited", op, owner->rank));
   int64_t offset = static_cast<std::byte*>(bar) - owner->shared;
   if (offset % 8) abort_thread(fmt::format("{} at shared offset {}: it must be 8-byte aligned", op, offset));
   Mbarrier& b = mbarrier_of(*owner, offset, op);
@@ -190,18 +193,17 @@ bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
 void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMap& m, int32_t column, int32_t row,
                const char* op) {
   int64_t bytes = int64_t{m.box_columns} * m.element_bytes * m.box_rows;
-  if (offset < 0 || offset + bytes > block.launch->shared_bytes || offset % 128)
-    abort_thread(fmt::format("{} to shared offset {} ({} bytes) of cluster rank {}: outside its {} bytes of shared "
-                             "memory or not 128-byte aligned",
-                             op, offset, bytes, block.rank, block.launch->shared_bytes));
-  if (std::all_of(block.threads.begin(), block.threads.end(), [](const Thread& t) { return t.state == ThreadState::exited; }))
-    abort_thread(fmt::format("{} into cluster rank {}, which has exited", op, block.rank));
+  if (offset < 0 || offset + bytes > block.launch->shared_bytes)
+    abort_thread(fmt::format("{} at shared offset {} ({} bytes){} is outside the CTA's {} bytes of shared memory", op,
+                             offset, bytes, of_rank(block), block.launch->shared_bytes));
+  if (offset % 128) abort_thread(fmt::format("{} at shared offset {}: it must be 128-byte aligned", op, offset));
+  if (all_exited(block)) abort_thread(fmt::format("{} into cluster rank {}, which has exited", op, block.rank));
   Mbarrier& b = mbarrier_of(block, bar_offset, op);
   for (int64_t word = offset / 4; word < (offset + bytes) / 4; ++word)
     if (int writer = unfenced_generic_writer(block, word); writer >= 0)
-      abort_thread(fmt::format("{} overwrites shared offset {} of cluster rank {}, which its thread {} wrote through the "
-                               "generic proxy without a fence.proxy.async since",
-                               op, word * 4, block.rank, writer));
+      abort_thread(fmt::format("{} overwrites shared offset {}{}, which thread {} wrote through the generic proxy "
+                               "without a fence.proxy.async since",
+                               op, word * 4, of_rank(block), writer));
   std::memset(block.shared + offset, static_cast<int>(kInFlightPoison), static_cast<size_t>(bytes));
   b.in_flight.push_back({block.shared + offset, m, column, row});
   // A thread may already wait on the mbarrier (one that did not issue the copy): it lands it.
@@ -209,8 +211,10 @@ void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMa
 }
 
 // cp.async.bulk.tensor.2d: one box into the CTA that holds `to` (a shared::cluster address),
-// completing on its mbarrier at `bar`'s offset; with .multicast::cluster, into every CTA of
-// `cta_mask` (bits by cluster rank) at the same offsets.
+// completing on its mbarrier at `bar`'s offset (the ISA wants the mbarrier in the CTA the box
+// lands in); with .multicast::cluster, into every CTA of `cta_mask` (bits by cluster rank) at
+// the same offsets. Nothing extends the i16 mask and the i1 flags to the C types: only their
+// own bits are read.
 void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_t row, int32_t cta_mask,
                     int64_t /*cache_hint*/, int32_t use_cta_mask, int32_t /*use_cache_hint*/, int32_t cta_group) {
   constexpr const char* op = "cp.async.bulk.tensor.2d";
@@ -238,7 +242,12 @@ void add_tma_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.mbarrier.init.shared", reinterpret_cast<void*>(mbarrier_init));
   add("llvm.nvvm.mbarrier.inval.shared", reinterpret_cast<void*>(mbarrier_inval));
   add("llvm.nvvm.mbarrier.arrive.shared", reinterpret_cast<void*>(mbarrier_arrive));
-  add("llvm.nvvm.mbarrier.arrive.scope.cluster.space.cluster", reinterpret_cast<void*>(mbarrier_arrive_cluster));
+  // Release or relaxed, at CTA or cluster scope: the same where every access is seen at once.
+  for (const char* arrive :
+       {"llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", "llvm.nvvm.mbarrier.arrive.scope.cluster.space.cluster",
+        "llvm.nvvm.mbarrier.arrive.relaxed.scope.cta.space.cluster",
+        "llvm.nvvm.mbarrier.arrive.relaxed.scope.cluster.space.cluster"})
+    add(arrive, reinterpret_cast<void*>(mbarrier_arrive_cluster));
   add("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_arrive_expect_tx));
   add("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_try_wait_parity));
   add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));

@@ -1,8 +1,8 @@
 // The emulator's thread-block clusters on hand-written kernels (LLVM IR): the CTAs of a
 // cluster run together; the cluster special registers; barrier.cluster; distributed shared
 // memory through mapa; mbarrier arrivals on a peer's mbarrier; TMA multicast into every CTA
-// of a mask. Each rule it enforces is planted broken on purpose: a thread that never arrives
-// at the cluster barrier, a peer read after the peer exited, too many remote arrivals, a
+// of a mask. Each rule it enforces is planted broken on purpose: a thread held away from the
+// cluster barrier, a peer read after the peer exited, more arrivals than a phase expects, a
 // multicast mask beyond the cluster, clusters that do not tile the grid.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -30,6 +30,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.cluster.nctarank()
 declare i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.x()
 declare i32 @llvm.nvvm.read.ptx.sreg.clusterid.x()
 declare i32 @llvm.nvvm.read.ptx.sreg.nclusterid.x()
+declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32)
 declare void @llvm.nvvm.barrier.cluster.arrive()
 declare void @llvm.nvvm.barrier.cluster.arrive.relaxed()
 declare void @llvm.nvvm.barrier.cluster.wait()
@@ -45,9 +46,10 @@ declare void @llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d(ptr addrspace(7), ptr a
 
 // Runs `body` (IR after %t, the thread id, %cta, the CTA id, and %word, the i32 at
 // out[cta * kThreads + t], are defined; it ends in `ret void`) on kCtas CTAs of kThreads
-// threads in clusters of `cluster` along x, with `map` as the kernel's second parameter (a
-// tensor map). Returns out.
-std::vector<int32_t> run(const std::string& body, uint32_t cluster = 2, const TensorMap* map = nullptr) {
+// threads (`ctas` of them) in clusters of `cluster` along x, with `map` as the kernel's second
+// parameter (a tensor map). Returns out.
+std::vector<int32_t> run(const std::string& body, uint32_t cluster = 2, const TensorMap* map = nullptr,
+                         uint32_t ctas = kCtas) {
   std::string ir = std::string(kDeclarations) + R"(
 define ptx_kernel void @clustered(ptr addrspace(1) %out, ptr byval([128 x i8]) align 64 %map) {
 entry:
@@ -58,13 +60,13 @@ entry:
   %word = getelementptr i32, ptr addrspace(1) %out, i32 %index
 )" + body + "}\n";
   Device& emu = Device::emu();
-  Tensor out = Tensor::empty(emu, DType::i32, {int64_t{kCtas} * kThreads});
+  Tensor out = Tensor::empty(emu, DType::i32, {int64_t{ctas} * kThreads});
   out.fill_bytes(0xff);
   auto loaded = emu_load_llvm_ir(ir, "clustered", kThreads, 4096);
   void* out_ptr = out.data();
   TensorMap no_map{};
   void* args[] = {&out_ptr, const_cast<TensorMap*>(map ? map : &no_map)};
-  emu.launch(*loaded, LaunchDims{{kCtas, 1, 1}, {cluster, 1, 1}}, args, emu.default_stream());
+  emu.launch(*loaded, LaunchDims{{ctas, 1, 1}, {cluster, 1, 1}}, args, emu.default_stream());
   emu.default_stream().synchronize();
   return out.to_host<int32_t>();
 }
@@ -150,19 +152,41 @@ leave:
               HasSubstr("shared::cluster load at offset 0 of cluster rank 1, which has exited"));
 }
 
-TEST(ClusterChecks, AClusterBarrierAThreadNeverReachesIsReported) {
-  EXPECT_THAT(error_of([] {
-                run(R"(
+// Thread 63 of each CTA exits at once; the others meet at the cluster barrier twice, then
+// write 1: the barrier waits for the threads that have not exited only.
+TEST(ClusterChecks, AClusterBarrierWaitsForTheThreadsThatHaveNotExited) {
+  std::vector<int32_t> out = run(R"(
   %last = icmp eq i32 %t, 63
   br i1 %last, label %leave, label %sync
 sync:
-)" + std::string(kClusterSync) + R"(
+)" + std::string(kClusterSync) + kClusterSync + R"(
+  store i32 1, ptr addrspace(1) %word
   ret void
 leave:
   ret void
 )");
+  for (uint32_t cta = 0; cta < kCtas; ++cta)
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_EQ(out[cta * kThreads + static_cast<size_t>(t)], t == 63 ? -1 : 1) << "CTA " << cta << " thread " << t;
+}
+
+// Thread 63 waits at a named barrier no other thread comes to; the others wait for it at the
+// cluster barrier.
+TEST(ClusterChecks, AThreadHeldElsewhereKeepsTheClusterBarrierWaiting) {
+  EXPECT_THAT(error_of([] {
+                run(R"(
+  %last = icmp eq i32 %t, 63
+  br i1 %last, label %held, label %sync
+held:
+  call void @llvm.nvvm.barrier.cta.sync.count(i32 1, i32 32)
+  br label %sync
+sync:
+)" + std::string(kClusterSync) + R"(
+  ret void
+)");
               }),
-              HasSubstr("barrier.cluster not reached by every thread of the cluster's 2 CTAs: 63 threads"));
+              HasSubstr("block (0, 0, 0): barrier 1 not reached by the 32 threads it counts: 1 thread (63) wait at "
+                        "the barrier, 63 threads (0, 1, 2, 3, 4, 5, 6, 7, ...) wait at barrier.cluster"));
 }
 
 TEST(ClusterChecks, AWaitNeedsAnArrivalBeforeIt) {
@@ -291,6 +315,13 @@ TEST_F(Multicast, AMaskBeyondTheClusterIsReported) {
 TEST(ClusterChecks, ClustersMustTileTheGridWithinThePortableSize) {
   EXPECT_THAT(error_of([] { run("  ret void\n", 3); }),
               HasSubstr("clusters of (3, 1, 1) CTAs do not tile the grid (4, 1, 1)"));
+  EXPECT_THAT(error_of([] { run("  ret void\n", 16, nullptr, 16); }),
+              HasSubstr("a cluster of (16, 1, 1) CTAs exceeds the portable 8 CTAs"));
+  std::vector<int32_t> out = run(R"(
+  %rank = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()
+  store i32 %rank, ptr addrspace(1) %word
+)" + std::string(kClusterSync) + "  ret void\n", 8, nullptr, 16);
+  for (uint32_t cta = 0; cta < 16; ++cta) EXPECT_EQ(out[cta * kThreads], static_cast<int32_t>(cta % 8)) << "CTA " << cta;
 }
 
 }  // namespace

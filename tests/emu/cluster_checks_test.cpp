@@ -25,10 +25,18 @@ constexpr uint32_t kCtas = 4;  // two clusters of two
 const char* kDeclarations = R"(
 declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()
+declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.y()
 declare i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()
 declare i32 @llvm.nvvm.read.ptx.sreg.cluster.nctarank()
 declare i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.y()
+declare i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.z()
 declare i32 @llvm.nvvm.read.ptx.sreg.clusterid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.clusterid.y()
+declare i32 @llvm.nvvm.read.ptx.sreg.clusterid.z()
 declare i32 @llvm.nvvm.read.ptx.sreg.nclusterid.x()
 declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32)
 declare void @llvm.nvvm.barrier.cluster.arrive()
@@ -44,29 +52,38 @@ declare void @llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d(ptr addrspace(7), ptr a
 @smem = external addrspace(3) global [0 x i8], align 1024
 )";
 
-// Runs `body` (IR after %t, the thread id, %cta, the CTA id, and %word, the i32 at
-// out[cta * kThreads + t], are defined; it ends in `ret void`) on kCtas CTAs of kThreads
-// threads (`ctas` of them) in clusters of `cluster` along x, with `map` as the kernel's second
-// parameter (a tensor map). Returns out.
-std::vector<int32_t> run(const std::string& body, uint32_t cluster = 2, const TensorMap* map = nullptr,
-                         uint32_t ctas = kCtas) {
+// Runs `body` (IR after %t, the thread id, %cta, the CTA's linear id (x fastest), and %word,
+// the i32 at out[cta * kThreads + t], are defined; it ends in `ret void`) on a `grid` of CTAs
+// of kThreads threads in clusters of `cluster`, with `map` as the kernel's second parameter
+// (a tensor map). Returns out.
+std::vector<int32_t> run(const std::string& body, Dim3 cluster = {2, 1, 1}, const TensorMap* map = nullptr,
+                         Dim3 grid = {kCtas, 1, 1}) {
   std::string ir = std::string(kDeclarations) + R"(
 define ptx_kernel void @clustered(ptr addrspace(1) %out, ptr byval([128 x i8]) align 64 %map) {
 entry:
   %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %cta = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %cta_x = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %cta_y = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()
+  %cta_z = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()
+  %grid_x = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+  %grid_y = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.y()
+  %plane = mul i32 %grid_x, %grid_y
+  %z_part = mul i32 %cta_z, %plane
+  %y_part = mul i32 %cta_y, %grid_x
+  %yz = add i32 %z_part, %y_part
+  %cta = add i32 %yz, %cta_x
   %cta_first = mul i32 %cta, )" + std::to_string(kThreads) + R"(
   %index = add i32 %cta_first, %t
   %word = getelementptr i32, ptr addrspace(1) %out, i32 %index
 )" + body + "}\n";
   Device& emu = Device::emu();
-  Tensor out = Tensor::empty(emu, DType::i32, {int64_t{ctas} * kThreads});
+  Tensor out = Tensor::empty(emu, DType::i32, {int64_t{grid.x} * grid.y * grid.z * kThreads});
   out.fill_bytes(0xff);
   auto loaded = emu_load_llvm_ir(ir, "clustered", kThreads, 4096);
   void* out_ptr = out.data();
   TensorMap no_map{};
   void* args[] = {&out_ptr, const_cast<TensorMap*>(map ? map : &no_map)};
-  emu.launch(*loaded, LaunchDims{{ctas, 1, 1}, {cluster, 1, 1}}, args, emu.default_stream());
+  emu.launch(*loaded, LaunchDims{grid, cluster}, args, emu.default_stream());
   emu.default_stream().synchronize();
   return out.to_host<int32_t>();
 }
@@ -100,6 +117,43 @@ TEST(ClusterChecks, SpecialRegistersNameTheClusterAndTheRankInIt) {
     int32_t rank = static_cast<int32_t>(cta % 2), want = rank | 2 << 4 | rank << 8 | static_cast<int32_t>(cta / 2) << 12 | 2 << 16;
     for (int t = 0; t < kThreads; ++t) EXPECT_EQ(out[cta * kThreads + static_cast<size_t>(t)], want) << "CTA " << cta;
   }
+}
+
+// In clusters of (1, 2, 2) on a (2, 4, 2) grid, each CTA writes its rank, its place in its
+// cluster and its cluster's: rank = x + y nx + z nx ny within the cluster, as PTX numbers it.
+TEST(ClusterChecks, RanksFollowTheClustersShapeInEveryDimension) {
+  std::vector<int32_t> out = run(R"(
+  %rank = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()
+  %x = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.x()
+  %y = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.y()
+  %z = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctaid.z()
+  %cx = call i32 @llvm.nvvm.read.ptx.sreg.clusterid.x()
+  %cy = call i32 @llvm.nvvm.read.ptx.sreg.clusterid.y()
+  %cz = call i32 @llvm.nvvm.read.ptx.sreg.clusterid.z()
+  %x4 = shl i32 %x, 4
+  %y8 = shl i32 %y, 8
+  %z12 = shl i32 %z, 12
+  %cx16 = shl i32 %cx, 16
+  %cy20 = shl i32 %cy, 20
+  %cz24 = shl i32 %cz, 24
+  %a = or i32 %rank, %x4
+  %b = or i32 %a, %y8
+  %c = or i32 %b, %z12
+  %d = or i32 %c, %cx16
+  %e = or i32 %d, %cy20
+  %v = or i32 %e, %cz24
+  store i32 %v, ptr addrspace(1) %word
+  ret void
+)",
+                                 {1, 2, 2}, nullptr, {2, 4, 2});
+  for (int z = 0; z < 2; ++z)
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 2; ++x) {
+        int rank = (y % 2) + (z % 2) * 2;
+        int32_t want = rank | (y % 2) << 8 | (z % 2) << 12 | x << 16 | (y / 2) << 20 | (z / 2) << 24;
+        size_t cta = static_cast<size_t>(x + 2 * y + 8 * z);
+        EXPECT_EQ(out[cta * kThreads], want) << "CTA (" << x << ", " << y << ", " << z << ")";
+      }
 }
 
 // Each thread writes its word of its CTA's shared memory, the cluster synchronizes, and each
@@ -296,31 +350,31 @@ class Multicast : public ::testing::Test {
 };
 
 TEST_F(Multicast, OneCopyLandsInEveryCtaOfTheMask) {
-  std::vector<int32_t> out = run(multicast(0b11), 2, &map_);
+  std::vector<int32_t> out = run(multicast(0b11), {2, 1, 1}, &map_);
   for (uint32_t cta = 0; cta < kCtas; ++cta)
     for (int t = 0; t < kThreads; ++t)
       EXPECT_EQ(out[cta * kThreads + static_cast<size_t>(t)], t * 3 + 1) << "CTA " << cta << " thread " << t;
 }
 
 TEST_F(Multicast, ACtaLeftOutOfTheMaskWaitsForever) {
-  EXPECT_THAT(error_of([&] { run(multicast(0b01), 2, &map_); }),
+  EXPECT_THAT(error_of([&] { run(multicast(0b01), {2, 1, 1}, &map_); }),
               HasSubstr("kernel clustered, block (1, 0, 0): mbarrier phase never completes"));
 }
 
 TEST_F(Multicast, AMaskBeyondTheClusterIsReported) {
-  EXPECT_THAT(error_of([&] { run(multicast(0b101), 2, &map_); }),
+  EXPECT_THAT(error_of([&] { run(multicast(0b101), {2, 1, 1}, &map_); }),
               HasSubstr("multicast::cluster with CTA mask 0x5: the cluster has 2 CTAs"));
 }
 
 TEST(ClusterChecks, ClustersMustTileTheGridWithinThePortableSize) {
-  EXPECT_THAT(error_of([] { run("  ret void\n", 3); }),
+  EXPECT_THAT(error_of([] { run("  ret void\n", {3, 1, 1}); }),
               HasSubstr("clusters of (3, 1, 1) CTAs do not tile the grid (4, 1, 1)"));
-  EXPECT_THAT(error_of([] { run("  ret void\n", 16, nullptr, 16); }),
+  EXPECT_THAT(error_of([] { run("  ret void\n", {16, 1, 1}, nullptr, {16, 1, 1}); }),
               HasSubstr("a cluster of (16, 1, 1) CTAs exceeds the portable 8 CTAs"));
   std::vector<int32_t> out = run(R"(
   %rank = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()
   store i32 %rank, ptr addrspace(1) %word
-)" + std::string(kClusterSync) + "  ret void\n", 8, nullptr, 16);
+)" + std::string(kClusterSync) + "  ret void\n", {8, 1, 1}, nullptr, {16, 1, 1});
   for (uint32_t cta = 0; cta < 16; ++cta) EXPECT_EQ(out[cta * kThreads], static_cast<int32_t>(cta % 8)) << "CTA " << cta;
 }
 

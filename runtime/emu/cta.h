@@ -26,6 +26,7 @@ struct Launch {
   void** args = nullptr;
   Dim3 grid;
   Dim3 cluster;  // CTAs per thread-block cluster along each axis ((1, 1, 1): no clusters)
+  Dim3 clusters() const { return {grid.x / cluster.x, grid.y / cluster.y, grid.z / cluster.z}; }  // per axis
   int num_threads = 0;
   int64_t shared_bytes = 0;
   AllocationSnapshot allocations;  // global memory the kernel may touch

@@ -195,7 +195,7 @@ class EmuDevice : public Device {
   // failing cluster in linear order (every cluster before it was handed out earlier and ran
   // to its end), whatever the thread timing.
   void run_ctas(emu::Launch& launch) {
-    const Dim3 g{launch.grid.x / launch.cluster.x, launch.grid.y / launch.cluster.y, launch.grid.z / launch.cluster.z};
+    const Dim3 g = launch.clusters();
     const uint64_t total = uint64_t(g.x) * g.y * g.z;
     std::atomic<uint64_t> next{0};
     std::mutex error_mutex;

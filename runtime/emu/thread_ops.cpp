@@ -38,9 +38,10 @@ uint32_t cluster_nctaid_z() { return cta().launch->cluster.z; }
 uint32_t clusterid_x() { return cta().cluster->id.x; }
 uint32_t clusterid_y() { return cta().cluster->id.y; }
 uint32_t clusterid_z() { return cta().cluster->id.z; }
-uint32_t nclusterid_x() { return cta().launch->grid.x / cta().launch->cluster.x; }
-uint32_t nclusterid_y() { return cta().launch->grid.y / cta().launch->cluster.y; }
-uint32_t nclusterid_z() { return cta().launch->grid.z / cta().launch->cluster.z; }
+uint32_t nclusterid_x() { return cta().launch->clusters().x; }
+uint32_t nclusterid_y() { return cta().launch->clusters().y; }
+uint32_t nclusterid_z() { return cta().launch->clusters().z; }
+// A launch of (1, 1, 1) clusters is one without, as the CUDA device launches it.
 bool is_explicit_cluster() {
   const Dim3& c = cta().launch->cluster;
   return c.x * c.y * c.z > 1;

@@ -3,7 +3,8 @@
 // the layout cuBLASLt's fp8 and int8 kernels take). Each iteration is one call timed between
 // events on the stream; the TFLOP/s counter is 2·M·N·K over that time. tilejit_schedule/...
 // runs the heuristic's tiles in each schedule of the sm_90 pipeline: as they are, with a
-// producer warpgroup, and persistent with one (see schedule_config).
+// producer warpgroup, persistent with one, and those two in clusters of two CTAs that share B
+// by TMA multicast (see schedule_config).
 //
 //   gemm_bench --benchmark_filter=bf16 --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
@@ -84,7 +85,13 @@ void BM_Tilejit(benchmark::State& state, GemmCase c) {
   time_on_gpu(state, gpu, c, [&](Stream& s) { ops::gemm(x.a, x.b, x.out, o, &s); });
 }
 
-enum class Schedule { pipelined, warp_specialized, persistent_warp_specialized };
+enum class Schedule {
+  pipelined,
+  warp_specialized,
+  persistent_warp_specialized,
+  clustered_warp_specialized,
+  clustered_persistent_warp_specialized
+};
 
 namespace gd = ops::gemm_detail;
 
@@ -94,7 +101,11 @@ namespace gd = ops::gemm_detail;
 gd::GemmConfig schedule_config(const gd::GemmProblem& p, Schedule schedule, Device& gpu) {
   gd::GemmConfig config = gd::heuristic_gemm_config(p, gpu.info());
   config.warp_specialize = schedule != Schedule::pipelined;
-  config.persistent = schedule == Schedule::persistent_warp_specialized;
+  config.persistent = schedule == Schedule::persistent_warp_specialized ||
+                      schedule == Schedule::clustered_persistent_warp_specialized;
+  bool clustered = schedule == Schedule::clustered_warp_specialized ||
+                   schedule == Schedule::clustered_persistent_warp_specialized;
+  config.cluster_m = clustered ? 2 : 1;
   Tensor workspace_like = Tensor::empty(gpu, p.features.accumulator(), {1});
   auto fits = [&] {
     try {
@@ -116,9 +127,10 @@ void BM_TilejitSchedule(benchmark::State& state, GemmCase c, Schedule schedule) 
   gd::set_output(p, x.out);
   try {
     gd::GemmConfig config = schedule_config(p, schedule, gpu);
-    state.SetLabel(fmt::format("{}x{}x{} tiles, {} warps{}, {} stages", config.block_m, config.block_n, config.block_k,
-                               config.num_warps, config.warp_specialize ? " + a producer warpgroup" : "",
-                               config.num_stages));
+    state.SetLabel(fmt::format("{}x{}x{} tiles, {} warps{}, {} stages{}", config.block_m, config.block_n,
+                               config.block_k, config.num_warps,
+                               config.warp_specialize ? " + a producer warpgroup" : "", config.num_stages,
+                               config.cluster_m > 1 ? ", clusters of 2" : ""));
     time_on_gpu(state, gpu, c, [&](Stream& s) { gd::launch_gemm_with(p, config, s); });
   } catch (const Error& e) {
     state.SkipWithError(e.what());
@@ -146,7 +158,10 @@ void register_case(const std::string& name, const GemmCase& c) {
 void register_schedules(const std::string& name, const GemmCase& c) {
   for (auto [schedule, label] : {std::pair{Schedule::pipelined, "pipelined"},
                                  std::pair{Schedule::warp_specialized, "warp_specialized"},
-                                 std::pair{Schedule::persistent_warp_specialized, "persistent_warp_specialized"}})
+                                 std::pair{Schedule::persistent_warp_specialized, "persistent_warp_specialized"},
+                                 std::pair{Schedule::clustered_warp_specialized, "clustered_warp_specialized"},
+                                 std::pair{Schedule::clustered_persistent_warp_specialized,
+                                           "clustered_persistent_warp_specialized"}})
     benchmark::RegisterBenchmark(("tilejit_schedule/" + name + "/" + label).c_str(), BM_TilejitSchedule, c, schedule)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);

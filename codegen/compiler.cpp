@@ -76,6 +76,11 @@ CompiledKernel compile_to_ptx(const ir::Function& fn, const Target& target, cons
     fail("tilejit internal error: NVPTX cannot emit assembly for {}", target.arch);
   pm.run(m);
   out.ptx = ptx.str().str();
+  // Older NVPTX backends drop the function attribute that carries the cluster shape.
+  if (fn.cluster_ctas() > 1 && out.ptx.find(".reqnctapercluster") == std::string::npos)
+    fail("kernel {}: LLVM {} did not emit the kernel's cluster shape (.reqnctapercluster); thread-block clusters "
+         "need a newer LLVM",
+         fn.name, llvm_version());
   return out;
 }
 

@@ -496,6 +496,28 @@ Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc l) {
   return emit(OpKind::desc_load, std::move(operands), ir::Type{desc.dtype(), false, desc.shape()}, loc);
 }
 
+Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterShared shared, Loc l) {
+  SourceLoc loc = at(l);
+  const ir::Function& fn = *detail::current_trace("desc_load", loc).function;
+  if (shared.axis < 0 || shared.axis > 2)
+    user_error("desc_load", loc, "cluster axis {} is not 0 (x), 1 (y) or 2 (z)", shared.axis);
+  Tile block = desc_load(desc, offsets, l);
+  int64_t ctas = fn.cluster[static_cast<size_t>(shared.axis)], rows = desc.shape()[0];
+  if (rows % ctas != 0 || (ctas > 1 && (rows / ctas) % 8 != 0))
+    user_error("desc_load", loc,
+               "a block of {} rows cannot be shared by the cluster's {} CTAs along axis {}: each fetches its share "
+               "of the rows, which must be a whole multiple of 8 rows",
+               rows, ctas, shared.axis);
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    if (op.kind == OpKind::desc_load && op.operands[0] == desc.value() && op.has_attr("cluster_axis") &&
+        op.attr_int("cluster_axis") != shared.axis)
+      user_error("desc_load", loc, "the blocks of one descriptor are shared along one cluster axis: {} here, {} at {}",
+                 shared.axis, op.attr_int("cluster_axis"), op.loc.str());
+  });
+  block.value()->def->set_attr("cluster_axis", int64_t{shared.axis});
+  return block;
+}
+
 void store(const Tile& ptr, const Operand& value, Loc l) {
   auto t = memory_operands("store", ptr, {&value}, nullptr, at(l));
   append_op(OpKind::store, {t[0].value(), t[1].value()}, {}, at(l));

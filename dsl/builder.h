@@ -93,6 +93,16 @@ void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Lo
 // The block of a TensorDesc's tensor whose first element is at `offsets` (row, column; i32,
 // any value): a tile of the descriptor's block shape, elements outside the tensor reading 0.
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc loc = Loc::current());
+// The same, promising that every CTA of the thread-block cluster whose place in it differs
+// from this CTA's along cluster axis `axis` only (0: x, 1: y, 2: z) loads this same block at
+// the same point of the same loop iterations. A pipeline fed by a producer warpgroup then
+// copies the block once for all of them (TMA multicast), each CTA fetching its share of the
+// rows: the block's rows must split evenly into shares of a multiple of 8 rows. All
+// cluster-shared loads of one descriptor name the same axis.
+struct ClusterShared {
+  int axis = 0;
+};
+Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterShared shared, Loc loc = Loc::current());
 // Atomics on global memory (relaxed, device scope); each returns the old values.
 Tile atomic_add(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 Tile atomic_add(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());

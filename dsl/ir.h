@@ -3,6 +3,7 @@
 // The DSL builds it; codegen/ passes read and rewrite it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -143,6 +144,8 @@ struct Param {
   ArgFacts facts;
 };
 
+inline constexpr int kMaxClusterCtas = 8;  // CTAs in a portable thread-block cluster (sm_90)
+
 class Function {
  public:
   std::string name;
@@ -153,6 +156,10 @@ class Function {
   // A producer warpgroup feeds the first qualifying pipelined loop by TMA while the num_warps
   // warps consume (codegen/lowering/loop_pipeline.h); sm_90+ only.
   bool warp_specialize = false;
+  // The thread-block cluster the kernel is launched in (CTAs per cluster along x, y, z; the
+  // constants cluster_x / cluster_y / cluster_z). {1, 1, 1}: no cluster. sm_90+ only.
+  std::array<int, 3> cluster{1, 1, 1};
+  int cluster_ctas() const { return cluster[0] * cluster[1] * cluster[2]; }
   // Compile-time constants the kernel was traced with, in declaration order (for printing).
   std::vector<std::pair<std::string, int64_t>> constants;
 

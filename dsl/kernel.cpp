@@ -84,6 +84,16 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
     if (ws != 0 && ws != 1) fail("kernel {}: warp_specialize must be 0 or 1, got {}", name_, ws);
     fn->warp_specialize = ws == 1;
   }
+  for (int axis = 0; axis < 3; ++axis) {
+    std::string name = std::string("cluster_") + "xyz"[axis];
+    if (!constants.has(name)) continue;
+    int64_t ctas = constants[name];
+    if (ctas < 1 || ctas > ir::kMaxClusterCtas) fail("kernel {}: {} must be in [1, {}], got {}", name_, name, ir::kMaxClusterCtas, ctas);
+    fn->cluster[static_cast<size_t>(axis)] = static_cast<int>(ctas);
+  }
+  if (fn->cluster_ctas() > ir::kMaxClusterCtas)
+    fail("kernel {}: a cluster of {} x {} x {} CTAs exceeds the portable {}", name_, fn->cluster[0], fn->cluster[1],
+         fn->cluster[2], ir::kMaxClusterCtas);
 
   std::vector<Tile> args;
   for (size_t i = 0; i < params_.size(); ++i) {

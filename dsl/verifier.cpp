@@ -127,6 +127,8 @@ class Verifier {
         expect(operand(1) == Type::scalar(DType::i32) && operand(2) == Type::scalar(DType::i32), op,
                "desc_load offsets must be i32 scalars");
         expect(result() == Type{operand(0).dtype, false, operand(0).shape}, op, "desc_load types");
+        if (op.has_attr("cluster_axis"))
+          expect(op.attr_int("cluster_axis") >= 0 && op.attr_int("cluster_axis") <= 2, op, "desc_load cluster axis");
         break;
       case OpKind::store:
         counts(op, 2, 3, 0);

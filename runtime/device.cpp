@@ -1,10 +1,17 @@
 #include "runtime/device.h"
 
+#include "codegen/tma_box.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/emu/emu_device.h"
 
 namespace tilejit {
+
+void record_launch_needs(KernelReport& report, const ir::Function& fn) {
+  report.cluster = {static_cast<uint32_t>(fn.cluster[0]), static_cast<uint32_t>(fn.cluster[1]),
+                    static_cast<uint32_t>(fn.cluster[2])};
+  report.descriptor_row_slices = codegen::descriptor_row_slices(fn);
+}
 
 std::string cuda_driver_status() {
   try {

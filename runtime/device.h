@@ -76,6 +76,11 @@ class Event {
 
 enum class CopyKind { host_to_device, device_to_host, device_to_device };
 
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  bool operator==(const Dim3&) const = default;
+};
+
 // What a compiled kernel reports about itself.
 struct KernelReport {
   std::string name;
@@ -85,11 +90,19 @@ struct KernelReport {
   int registers = -1;         // per thread, from the assembler (-1: unknown)
   int spill_bytes = -1;       // spill stores + loads reported by the assembler (-1: unknown)
   std::string binary_format;  // "cubin", "ptx" (driver JIT) or "host" (emulator)
+  Dim3 cluster;               // the thread-block cluster every launch runs it in ((1,1,1): none)
+  // Per TensorDesc parameter, in order: the row slices its TMA box holds of a block
+  // (codegen/tma_box.h), which the launch encodes the parameter's tensor map with.
+  std::vector<int> descriptor_row_slices;
   bool from_disk_cache = false;
   // The kernel cache entries a later process finds this kernel by, with no compiler work
   // (cuda/cuda_compile.h); empty where kernels are not cached (the emulator's).
   std::vector<std::string> cache_entries;
 };
+
+// Records in `report` what launching the kernel traced as `fn` needs: its cluster and its
+// descriptors' box slices.
+void record_launch_needs(KernelReport& report, const ir::Function& fn);
 
 // A kernel ready to launch on one device.
 class LoadedKernel {
@@ -107,10 +120,6 @@ struct KernelRequest {
   const dsl::Kernel* kernel = nullptr;
   const dsl::Constants* constants = nullptr;
   std::vector<ir::ArgFacts> facts;  // one per parameter
-};
-
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
 };
 
 struct LaunchDims {
@@ -158,8 +167,9 @@ class Device {
   virtual std::shared_ptr<LoadedKernel> load(const KernelRequest& request) = 0;
   // The tensor map the TMA copies of `descriptor`'s blocks read on this device (the
   // emulator's own format; zeros on a GPU without TMA, whose kernels read blocks without it).
-  // `descriptor` has passed its check().
-  virtual TensorMap encode_tensor_map(const TensorDescriptor& descriptor) = 0;
+  // `descriptor` has passed its check(); its box holds `row_slices` of a block's rows
+  // (KernelReport::descriptor_row_slices).
+  virtual TensorMap encode_tensor_map(const TensorDescriptor& descriptor, int row_slices) = 0;
   // `args` follows cuLaunchKernel's convention: one pointer to each argument's value; a
   // TensorDesc parameter takes five: its TensorMap, then TensorDescriptorParams' fields.
   virtual void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream& stream) = 0;

@@ -56,6 +56,20 @@ int64_t integer_value(const KernelArg& a) {
   return a.kind() == KernelArg::Kind::i32 ? static_cast<int32_t>(a.bits()) : static_cast<int64_t>(a.bits());
 }
 
+// The launch of `report`'s kernel with `dims`: in the clusters it was compiled for, which a
+// caller may give or leave out, but not contradict.
+LaunchDims launch_dims(const KernelReport& report, const LaunchDims& dims) {
+  const Dim3 &needed = report.cluster, &given = dims.cluster, &grid = dims.grid;
+  if (needed == Dim3{} || given == needed) return dims;
+  if (given != Dim3{})
+    fail("launch of {}: clusters of ({}, {}, {}) CTAs given; the kernel is compiled for clusters of ({}, {}, {})",
+         report.name, given.x, given.y, given.z, needed.x, needed.y, needed.z);
+  if (grid.x % needed.x || grid.y % needed.y || grid.z % needed.z)
+    fail("launch of {}: the kernel runs in clusters of ({}, {}, {}) CTAs, which do not tile the grid ({}, {}, {})",
+         report.name, needed.x, needed.y, needed.z, grid.x, grid.y, grid.z);
+  return {grid, needed};
+}
+
 }  // namespace
 
 std::string KernelArg::describe() const {
@@ -166,6 +180,7 @@ struct BoundKernel::State {
 void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<const KernelArg> args) const {
   Device& device = stream.device();
   std::shared_ptr<LoadedKernel> k = state_->get(device, args);
+  const KernelReport& report = k->report();
   void* values[kMaxParams + (kParamsPerDescriptor - 1) * kMaxDescriptors];
   TensorMap maps[kMaxDescriptors];
   TensorDescriptorParams descriptors[kMaxDescriptors];
@@ -176,7 +191,7 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
       continue;
     }
     const TensorDescriptor& desc = a.descriptor();
-    maps[d] = device.encode_tensor_map(desc);
+    maps[d] = device.encode_tensor_map(desc, report.descriptor_row_slices.at(d));
     TensorDescriptorParams& p = descriptors[d];
     p = {desc.data, static_cast<int32_t>(desc.shape[0]), static_cast<int32_t>(desc.shape[1]), desc.row_stride};
     for (void* v : {static_cast<void*>(&maps[d]), static_cast<void*>(&p.data), static_cast<void*>(&p.rows),
@@ -184,7 +199,7 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
       values[n++] = v;
     ++d;
   }
-  device.launch(*k, dims, values, stream);
+  device.launch(*k, launch_dims(report, dims), values, stream);
 }
 
 std::shared_ptr<LoadedKernel> BoundKernel::prepare(Device& device, std::span<const KernelArg> args) const {

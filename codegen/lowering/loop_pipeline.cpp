@@ -189,6 +189,11 @@ LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, const ir::Op* outer,
       specialized_(specialized) {
   dot_in_flight_ = find_dot_in_flight(uses);
   for (const Staged& s : staged_) (s.tma ? uses_tma_ : uses_cp_async_) = true;
+  multicast_ = specialized_ && std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) { return sharing_ctas(s) > 1; });
+}
+
+int LoopPipeline::sharing_ctas(const Staged& s) const {
+  return s.tma ? block_row_slices(L_.fn, s.load->operands[0]) : 1;
 }
 
 const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, int>& uses) {
@@ -249,10 +254,13 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     L_.emit_if(first_thread(), "tma.init", [&] {
       for (int s = 0; s < stages_; ++s) mbarrier_init(L_, barrier(L_.const_i32(s)), 1);
       if (specialized_)
-        for (int s = 0; s < stages_; ++s) mbarrier_init(L_, empty_barrier(L_.const_i32(s)), 32 * L_.fn.num_warps);
+        for (int s = 0; s < stages_; ++s) mbarrier_init(L_, empty_barrier(L_.const_i32(s)), empty_arrivals());
       fence_proxy_async();
+      if (multicast_) L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_mbarrier_init_release_cluster, {}, {});
     });
-    L_.barrier();  // nobody waits on an mbarrier before it is initialized
+    // Nobody waits on an mbarrier, nor copies into or arrives on a peer's, before it is initialized.
+    if (multicast_) cluster_barrier(L_);
+    else L_.barrier();
   }
   if (dot_in_flight_) L_.dots_in_flight.insert(dot_in_flight_);
   if (specialized_) {
@@ -328,7 +336,10 @@ void LoopPipeline::leave(llvm::Value* position, llvm::Value* ub, llvm::Value* st
 void LoopPipeline::finish() {
   if (dot_in_flight_) L_.dots_in_flight.erase(dot_in_flight_);
   if (uses_cp_async_) L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-  L_.barrier();
+  // With multicast, the peers' consumers may still arrive on this CTA's empty mbarriers until
+  // they are done too.
+  if (multicast_) cluster_barrier(L_);
+  else L_.barrier();
   // Every copy issued was for an iteration that waited for it: no TMA is in flight.
   if (uses_tma_) {
     L_.emit_if(first_thread(), "tma.inval", [&] {
@@ -408,11 +419,18 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     else copy_registers();
   }
   // One thread announces the iteration's bytes on the slot's mbarrier and issues its copies.
+  // A producer copies its share of a block the cluster's CTAs share into all of them, whose
+  // producers copy the other shares into this CTA: every CTA still receives every byte.
   auto issue_blocks = [&] {
     int64_t bytes = 0;
     for (auto& [s, at] : blocks) bytes += SharedOperand::bytes_of(s->load->result()->type);
     mbarrier_arrive_expect_tx(L_, barrier(slot), bytes);
-    for (auto& [s, at] : blocks) issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1]);
+    for (auto& [s, at] : blocks) {
+      std::optional<TmaMulticast> multicast;
+      if (by_producer && sharing_ctas(*s) > 1) multicast = multicast_share(s->load->attr_int("cluster_axis"));
+      issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1],
+                      multicast ? &*multicast : nullptr);
+    }
   };
   if (!blocks.empty() && by_producer) issue_blocks();
   if (!blocks.empty() && !by_producer) L_.emit_if(b.CreateAnd(first_thread(), in_range), "tma.issue", issue_blocks);

@@ -34,7 +34,7 @@
 // are initialized the warps split (setmaxnreg moves registers from the producer to the
 // consumers): one producer thread runs the loop's TMA copies ahead of the consumers, each
 // into the slot the consumers released (a second ring of "empty" mbarriers, one arrival per
-// consumer thread), then the producer warps leave the kernel. The consumers run the loop
+// consumer warp), then the producer warps leave the kernel. The consumers run the loop
 // without CTA barriers: iteration i releases the slot of i-1 (i-2 while the dot stays in
 // flight) and waits for its own slot's copies. From the split on, barriers count the
 // consumer threads only (Lowering::producer_warps).
@@ -52,6 +52,17 @@
 // epilogue's scratch lies above them. Running ahead, the producer reads a tile's operands
 // before the previous tiles' stores: a kernel asking for it must not store where its later
 // tiles' copies read (a gemm whose output overlaps an operand races without it too).
+//
+// In a thread-block cluster, a block the cluster's CTAs share along an axis (dsl
+// ClusterShared) travels once for all of them: each CTA's producer copies its slice of the
+// block's rows into every CTA of the group (TMA multicast, codegen/tma_box.h), so every CTA's
+// full mbarrier still counts the whole stage's bytes. A producer may refill a slot only when
+// the consumers of every CTA it writes into released it: consumers release a slot to the
+// empty mbarrier of every CTA of the cluster (one arrival per warp each, through mapa), which
+// counts the consumer warps of the whole cluster. The cluster synchronizes (barrier.cluster)
+// after the mbarriers are initialized, before anyone copies into or arrives on a peer's, and
+// again before they are invalidated, when no peer arrives on them any more. The CTAs sharing a
+// block must run the same iterations.
 #pragma once
 
 #include <map>
@@ -60,6 +71,7 @@
 #include <vector>
 
 #include "codegen/lowering/lowering.h"
+#include "codegen/lowering/tma.h"
 
 namespace tilejit::codegen::lowering {
 
@@ -133,6 +145,15 @@ class LoopPipeline {
   // the slots the last iterations held.
   void release_last_slots(llvm::Value* position, llvm::Value* ub, llvm::Value* step);
   llvm::Value* empty_barrier(llvm::Value* slot);
+  // Consumers: this CTA's consumer warps are done with ring slot `slot`.
+  void release(llvm::Value* slot);
+  // What each empty mbarrier counts per phase: one arrival per consumer warp of every CTA its
+  // producer copies into (with multicast, the whole cluster's).
+  int empty_arrivals() const;
+  // The CTAs that share the blocks of `s` (dsl ClusterShared): 1, or the cluster's extent along
+  // the axis its desc_load names.
+  int sharing_ctas(const Staged& s) const;
+  TmaMulticast multicast_share(int64_t axis);
 
   // The dot that may stay in flight across iterations (see above), or null; sets
   // carried_index_ to the loop-carried value it accumulates into.
@@ -168,6 +189,10 @@ class LoopPipeline {
   int64_t saved_scratch_offset_ = 0;
   bool uses_tma_ = false, uses_cp_async_ = false;
   bool specialized_ = false;
+  // The producers copy blocks the cluster's CTAs share once for all of them: consumers
+  // release slots to every CTA of the cluster, and the cluster synchronizes after the
+  // mbarriers are initialized and before they are invalidated.
+  bool multicast_ = false;
   llvm::Value* lb_ = nullptr;  // of loop()'s current run
   // The consumers' ring position from one run of loop() to the next (with outer_).
   llvm::Value* position_variable_ = nullptr;

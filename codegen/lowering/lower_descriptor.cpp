@@ -18,8 +18,7 @@ std::vector<llvm::Value*> load_block_by_tma(Lowering& L, const ir::Op& op, const
   auto& b = L.b;
   const ir::Value* desc = op.operands[0];
   const ir::Type& type = op.result()->type;
-  TmaBox box = tma_box_of(desc);
-  int64_t bytes = box.bytes() * box.copies;
+  int64_t bytes = tma_box_of(L, desc).block_bytes();
   llvm::Value* tile = L.shared_base();
   llvm::Value* bar = b.CreateGEP(b.getInt8Ty(), tile, L.const_i32(bytes));
   L.reserve_shared(bytes + 8);

@@ -367,6 +367,13 @@ LoweredKernel Lowering::run() {
   // setmaxnreg needs the register count at entry, which ptxas fixes only for a known number
   // of CTAs per SM: one, whose pool of registers the warpgroups share out.
   if (producer_warps) kernel_->addFnAttr("nvvm.minctasm", "1");
+  if (fn.cluster_ctas() > 1) {
+    if (target.compute_capability < 90)
+      fail("kernel {}: thread-block clusters ({} x {} x {} CTAs) need sm_90 or newer; the target is {}", fn.name,
+           fn.cluster[0], fn.cluster[1], fn.cluster[2], target.arch);
+    // .explicitcluster .reqnctapercluster: the kernel launches only in clusters of this shape.
+    kernel_->addFnAttr("nvvm.cluster_dim", fmt::format("{},{},{}", fn.cluster[0], fn.cluster[1], fn.cluster[2]));
+  }
 
   std::string error;
   llvm::raw_string_ostream os(error);

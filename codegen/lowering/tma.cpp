@@ -5,21 +5,31 @@
 
 namespace tilejit::codegen::lowering {
 
-TmaBox tma_box_of(const ir::Value* desc) { return tma_box(desc->type.dtype, desc->type.shape); }
+TmaBox tma_box_of(const Lowering& L, const ir::Value* desc) {
+  return tma_box(desc->type.dtype, desc->type.shape, block_row_slices(L.fn, desc));
+}
 
 void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
-                     llvm::Value* column) {
+                     llvm::Value* column, const TmaMulticast* multicast) {
   auto& b = L.b;
-  TmaBox box = tma_box_of(desc);
+  TmaBox box = tma_box_of(L, desc);
   llvm::Value* map = L.descriptors.at(desc).map;
   // The cluster-wide form of the copy: a CTA's own shared address is valid in its cluster's window.
   constexpr unsigned kSharedCluster = 7;
-  for (int c = 0; c < box.copies; ++c) {
-    llvm::Value* to = b.CreateGEP(b.getInt8Ty(), tile, L.const_i32(c * box.bytes()));
+  auto copy = [&](int c, llvm::Value* slice) {
+    llvm::Value* box_index = b.CreateAdd(L.const_i32(c * box.slices), slice);
+    llvm::Value* to = b.CreateGEP(b.getInt8Ty(), tile, b.CreateMul(box_index, L.const_i32(box.bytes())));
     llvm::Value* x = b.CreateAdd(column, L.const_i32(c * box.columns));
+    llvm::Value* y = b.CreateAdd(row, b.CreateMul(slice, L.const_i32(box.rows)));
+    llvm::Value* mask = multicast ? multicast->cta_mask : b.getInt16(0);
     L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_2d, {},
-                     {b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map, x, row,
-                      b.getInt16(0), b.getInt64(0), b.getFalse(), b.getFalse(), b.getInt32(0)});
+                     {b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map, x, y, mask,
+                      b.getInt64(0), b.getInt1(multicast != nullptr), b.getFalse(), b.getInt32(0)});
+  };
+  for (int c = 0; c < box.copies; ++c) {
+    if (multicast) copy(c, multicast->slice);
+    else
+      for (int s = 0; s < box.slices; ++s) copy(c, L.const_i32(s));
   }
 }
 
@@ -49,6 +59,22 @@ void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity) {
   llvm::Value* complete = L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_try_wait_parity_scope_cta_space_cta, {}, {bar, parity});
   b.CreateCondBr(complete, done, poll);
   b.SetInsertPoint(done);
+}
+
+llvm::Value* cluster_rank(Lowering& L) {
+  return L.call_intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {});
+}
+
+llvm::Value* cluster_place(Lowering& L, int axis) {
+  static constexpr llvm::Intrinsic::ID kPlace[] = {llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctaid_x,
+                                                   llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctaid_y,
+                                                   llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctaid_z};
+  return L.call_intrinsic(kPlace[axis], {}, {});
+}
+
+void cluster_barrier(Lowering& L) {
+  L.call_intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
+  L.call_intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -8,11 +8,19 @@
 namespace tilejit::codegen::lowering {
 
 // The boxes of one block of descriptor value `desc`.
-TmaBox tma_box_of(const ir::Value* desc);
+TmaBox tma_box_of(const Lowering& L, const ir::Value* desc);
+// One row slice of a block copied into the shared memory of every CTA of the cluster in
+// `cta_mask` (i16, bits by cluster rank), at the same offsets and completing on the mbarrier
+// at the same offset in each: TMA multicast.
+struct TmaMulticast {
+  llvm::Value* slice = nullptr;  // i32
+  llvm::Value* cta_mask = nullptr;
+};
 // The calling thread copies the block of `desc` whose first element is (row, column) (i32)
-// into the tile at shared `tile`, completing tma_box_of(desc).bytes() * copies on `bar`.
+// into the tile at shared `tile`, completing its bytes (tma_box_of(desc).block_bytes()) on
+// `bar`; or, with `multicast`, that slice of it.
 void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
-                     llvm::Value* column);
+                     llvm::Value* column, const TmaMulticast* multicast = nullptr);
 
 // mbarrier operations on the 8 bytes of shared memory at `bar` (one thread each, but for the wait).
 void mbarrier_init(Lowering& L, llvm::Value* bar, int arrivals);
@@ -21,5 +29,12 @@ void mbarrier_arrive(Lowering& L, llvm::Value* bar);
 void mbarrier_arrive_expect_tx(Lowering& L, llvm::Value* bar, int64_t bytes);
 // The calling thread waits until the phase of `parity` (i32: 0 or 1) of `bar` has completed.
 void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity);
+
+// Thread-block clusters (sm_90+): this CTA's rank in its cluster and its place along `axis`
+// (i32), and barrier.cluster's arrive and wait for every thread of the cluster that has not
+// exited.
+llvm::Value* cluster_rank(Lowering& L);
+llvm::Value* cluster_place(Lowering& L, int axis);
+void cluster_barrier(Lowering& L);
 
 }  // namespace tilejit::codegen::lowering

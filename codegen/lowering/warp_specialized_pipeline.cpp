@@ -2,6 +2,7 @@
 // producer warpgroup is numbered after the num_warps consumer warps, so the consumers' layouts
 // and warpgroups (wgmma) are those of the kernel without it.
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <string>
 
@@ -171,7 +172,7 @@ void LoopPipeline::release_slot(llvm::Value* iv, llvm::Value* step, llvm::Value*
   llvm::Value* released = slot_behind(stage, behind);
   // The first iterations have no slot behind them to release.
   llvm::Value* first_release = b.CreateAdd(lb_, b.CreateMul(step, llvm::ConstantInt::get(step->getType(), behind)));
-  L_.emit_if(b.CreateICmpSGE(iv, first_release), "ring.release", [&] { mbarrier_arrive(L_, empty_barrier(released)); });
+  L_.emit_if(b.CreateICmpSGE(iv, first_release), "ring.release", [&] { release(released); });
 }
 
 void LoopPipeline::release_last_slots(llvm::Value* position, llvm::Value* ub, llvm::Value* step) {
@@ -181,8 +182,45 @@ void LoopPipeline::release_last_slots(llvm::Value* position, llvm::Value* ub, ll
   for (int behind = 1; behind <= 1 + lag(); ++behind) {
     llvm::Value* first = b.CreateAdd(lb_, b.CreateMul(step, llvm::ConstantInt::get(step->getType(), behind - 1)));
     L_.emit_if(b.CreateICmpSLT(first, ub), "ring.release.last",
-               [&] { mbarrier_arrive(L_, empty_barrier(slot_behind(next_slot, behind))); });
+               [&] { release(slot_behind(next_slot, behind)); });
   }
+}
+
+// Every lane of the warp is done with the slot: the dots that read it were waited for (by
+// the whole warp at once), and bar.warp.sync orders any thread's own reads before it. One
+// lane then arrives for the warp, or with multicast, lane r on the empty mbarrier of cluster
+// rank r, whose producer copies into this CTA's slots too.
+void LoopPipeline::release(llvm::Value* slot) {
+  auto& b = L_.b;
+  L_.call_intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(~0u)});
+  llvm::Value* bar = empty_barrier(slot);
+  if (!multicast_) {
+    L_.emit_if(b.CreateICmpEQ(L_.lane_id(), L_.const_i32(0)), "ring.release.warp", [&] { mbarrier_arrive(L_, bar); });
+    return;
+  }
+  L_.emit_if(b.CreateICmpULT(L_.lane_id(), L_.const_i32(L_.fn.cluster_ctas())), "ring.release.cluster", [&] {
+    llvm::Value* remote = L_.call_intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {bar, L_.lane_id()});
+    L_.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_scope_cluster_space_cluster, {}, {remote, L_.const_i32(1)});
+  });
+}
+
+int LoopPipeline::empty_arrivals() const { return L_.fn.num_warps * (multicast_ ? L_.fn.cluster_ctas() : 1); }
+
+// This CTA's share of a block the CTAs along cluster axis `axis` share: the slice its place
+// along the axis names, copied into every CTA of the cluster at the same place along the
+// other axes. Cluster ranks run x fastest, then y, then z.
+TmaMulticast LoopPipeline::multicast_share(int64_t axis) {
+  auto& b = L_.b;
+  const std::array<int, 3>& cluster = L_.fn.cluster;
+  int stride = 1;
+  for (int64_t a = 0; a < axis; ++a) stride *= cluster[static_cast<size_t>(a)];
+  int64_t ranks_along_axis = 0;  // the mask of the CTAs at place 0 of the other axes
+  for (int j = 0; j < cluster[static_cast<size_t>(axis)]; ++j) ranks_along_axis |= int64_t{1} << (j * stride);
+  llvm::Value* place = cluster_place(L_, static_cast<int>(axis));
+  // The rank of the CTA at place 0 along the axis, the others' places unchanged.
+  llvm::Value* first = b.CreateSub(cluster_rank(L_), b.CreateMul(place, L_.const_i32(stride)));
+  llvm::Value* mask = b.CreateShl(L_.const_i32(ranks_along_axis), first);
+  return {place, b.CreateTrunc(mask, b.getInt16Ty())};
 }
 
 llvm::Value* LoopPipeline::empty_barrier(llvm::Value* slot) {

@@ -101,6 +101,7 @@ GemmConfig gemm_config_of(const autotune::Config& config, const GemmTuningSpec& 
   // Spaces without these dims (f32 operands) leave them out.
   c.warp_specialize = config.has("warp_specialize") && config["warp_specialize"] != 0;
   c.persistent = config.has("PERSISTENT") && config["PERSISTENT"] != 0;
+  c.cluster_m = config.has("cluster_x") ? config["cluster_x"] : 1;
   return c;
 }
 

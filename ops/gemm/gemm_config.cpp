@@ -13,15 +13,18 @@ std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
   return {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"BLOCK_K", block_k},
           {"GROUP_M", group_m}, {"SPLIT_K", split_k}, {"num_warps", num_warps}, {"num_stages", num_stages},
           {"A_TRANSPOSED", a_transposed}, {"B_TRANSPOSED", b_transposed}, {"warp_specialize", warp_specialize},
-          {"PERSISTENT", persistent}};
+          {"PERSISTENT", persistent}, {"cluster_x", cluster_m}};
 }
 
-int64_t GemmConfig::output_tiles(const GemmProblem& p) const { return cdiv(p.m, block_m) * cdiv(p.n, block_n); }
+int64_t GemmConfig::output_tiles(const GemmProblem& p) const {
+  return cdiv(cdiv(p.m, block_m), cluster_m) * cluster_m * cdiv(p.n, block_n);
+}
 
 int64_t GemmConfig::programs(const GemmProblem& p, const DeviceInfo& device) const {
   int64_t tiles = output_tiles(p);
   if (!persistent || tiles == 0) return tiles;
-  return std::clamp<int64_t>(int64_t{device.sm_count} / std::max<int64_t>(1, p.batch * split_k), 1, tiles);
+  int64_t at_once = int64_t{device.sm_count} / std::max<int64_t>(1, p.batch * split_k);
+  return std::clamp<int64_t>(at_once / cluster_m * cluster_m, cluster_m, tiles);
 }
 
 bool a_stored_transposed(const GemmProblem& p) { return p.a_strides.col != 1 && p.a_strides.row == 1; }

@@ -23,13 +23,19 @@ struct GemmConfig {
   // holds across them): no tail of CTAs launched late, and with a producer warpgroup the next
   // tile's copies run during this one's epilogue.
   bool persistent = false;
+  // CTAs per thread-block cluster along M (sm_90, with a producer warpgroup; elsewhere 1):
+  // the cluster's CTAs take output tiles of one column of tiles, and each copies its share of
+  // their common B block into all of them (TMA multicast). Tile rows are padded to whole
+  // clusters; a CTA past M computes with the others and stores nothing.
+  int64_t cluster_m = 1;
   // Operands whose memory runs along K the other way: A stored (K, M), B stored (N, K).
   bool a_transposed = false, b_transposed = false;
 
   std::vector<std::pair<std::string, int64_t>> constants() const;
-  int64_t output_tiles(const GemmProblem& p) const;  // per batch
+  int64_t output_tiles(const GemmProblem& p) const;  // per batch, tile rows padded to whole clusters
   // Programs along the grid's first dim: one per output tile, or with `persistent` as many
-  // as the device runs at once (one per multiprocessor shared among batches and slices).
+  // as the device runs at once (one per multiprocessor shared among batches and slices, in
+  // whole clusters).
   int64_t programs(const GemmProblem& p, const DeviceInfo& device) const;
 };
 

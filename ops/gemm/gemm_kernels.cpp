@@ -34,7 +34,7 @@ MatrixStrides workspace_strides(const GemmProblem& p) { return {p.m * p.n, p.n, 
 std::vector<ConstantDecl> main_constants() {
   return {{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"BLOCK_K", 32}, {"GROUP_M", 8},   {"SPLIT_K", 1},
           {"num_warps", 8},  {"num_stages", 1}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0},
-          {"PERSISTENT", 0}};
+          {"PERSISTENT", 0}, {"cluster_x", 1}};
 }
 
 }  // namespace
@@ -62,7 +62,11 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], group = c["GROUP_M"];
         const Tile &M = in["M"], &N = in["N"], &K = in["K"];
 
-        Tile tiles_m = cdiv(M, bm), tiles_n = cdiv(N, bn);
+        // Tile rows in whole clusters (GemmConfig::cluster_m): a cluster's CTAs take
+        // neighbouring tiles of one tile column, as GROUP_M's order gives them.
+        int64_t cluster = c["cluster_x"];
+        TJ_CHECK(group % cluster == 0);
+        Tile tiles_m = cdiv(cdiv(M, bm), cluster) * cluster, tiles_n = cdiv(N, bn);
         Tile batch = cast(program_id(1), DType::i64);
 
         // This program's slice of K: whole BLOCK_K steps, the last slice takes the rest.
@@ -114,8 +118,9 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
           auto b_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_K, BLOCK_N)
             if (b_desc) {
               Tile col = tile_n * bn;
-              return b_t ? trans(desc_load(in["b"], {first_row("b") + col, k}))
-                         : desc_load(in["b"], {first_row("b") + k, col});
+              // The same block for the cluster's CTAs, which share the tile column.
+              return b_t ? trans(desc_load(in["b"], {first_row("b") + col, k}, ClusterShared{0}))
+                         : desc_load(in["b"], {first_row("b") + k, col}, ClusterShared{0});
             }
             Tile at_k = *b_ptrs + k * in["b_row_stride"];
             return b_t ? trans(load(at_k, expand_dims(k_in, 0))) : load(at_k, expand_dims(k_in, 1));

@@ -24,14 +24,21 @@ struct MainKernel {
     std::string key = p.features.key() + "/" + operands.key() + (workspace ? "/partial" : "");
     bool partial = workspace != nullptr;
     // Without both operands through TMA there is nothing for a producer warpgroup to do: the
-    // kernel is the one without it.
-    GemmConfig built = config;
+    // kernel is the one without it. Only a producer multicasts, on sm_90 and newer.
+    built = config;
     built.warp_specialize = config.warp_specialize && operands.a && operands.b;
+    if (!built.warp_specialize || device.cc_major < 9) built.cluster_m = 1;
     kernel = op_kernel(key, [&] { return main_kernel(p.features, partial, args.params()); }).with(built.constants());
   }
   MainKernel(const MainKernel&) = delete;
   MainKernel& operator=(const MainKernel&) = delete;
 
+  // The launch: grid dims of the config the kernel is built with.
+  Dim3 grid(const GemmProblem& p, const DeviceInfo& device) const {
+    return {grid_dim(built.programs(p, device)), grid_dim(p.batch), grid_dim(built.split_k)};
+  }
+
+  GemmConfig built;
   GemmOperands operands;
   NamedArguments args;
   std::optional<BoundKernel> kernel;
@@ -50,15 +57,15 @@ BoundKernel sum_kernel(const GemmProblem& p, const GemmConfig& config, const Nam
 void launch_gemm_with(const GemmProblem& p, GemmConfig config, Stream& s) {
   config = clamped(config, p);
   const GemmFeatures& f = p.features;
-  Dim3 grid{grid_dim(config.programs(p, s.device().info())), grid_dim(p.batch), grid_dim(config.split_k)};
+  const DeviceInfo& device = s.device().info();
   if (config.split_k == 1) {
-    MainKernel main(p, config, s.device().info(), nullptr);
-    main.kernel->launch_args(s, LaunchDims{grid, {}}, main.args.values());
+    MainKernel main(p, config, device, nullptr);
+    main.kernel->launch_args(s, LaunchDims{main.grid(p, device), {}}, main.args.values());
     return;
   }
   Tensor workspace = Tensor::scratch(s, f.accumulator(), {config.split_k, p.batch, p.m, p.n});
-  MainKernel main(p, config, s.device().info(), &workspace);
-  main.kernel->launch_args(s, LaunchDims{grid, {}}, main.args.values());
+  MainKernel main(p, config, device, &workspace);
+  main.kernel->launch_args(s, LaunchDims{main.grid(p, device), {}}, main.args.values());
 
   NamedArguments sum = reduction_arguments(p, workspace);
   Dim3 sum_grid{grid_dim(((p.m + kSumBlockM - 1) / kSumBlockM) * ((p.n + kSumBlockN - 1) / kSumBlockN)),

@@ -27,8 +27,8 @@ bool tma_operands(const GemmTuningSpec& spec) { return spec.a != DType::f32; }
 
 // Tiles for the tensor cores (wgmma needs 64 rows) with BLOCK_K spanning 64 or 128 bytes of a
 // row and two to four stages, smaller ones for FMA; split-K up to 8 slices; with TMA operands,
-// the copies issued by the consumer warps or by a producer warpgroup; one program per output
-// tile or persistent programs.
+// the copies issued by the consumer warps or by a producer warpgroup, which may multicast B
+// to a cluster of two CTAs; one program per output tile or persistent programs.
 autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   autotune::ConfigSpace space;
   int bytes = dtype_storage_bytes(spec.a);
@@ -41,7 +41,13 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   }
   space.add("SPLIT_K", {1, 2, 4, 8});
   if (!on_cuda_cores(spec)) space.add("PERSISTENT", {0, 1});
-  if (tma_operands(spec)) space.add("warp_specialize", {0, 1});
+  if (tma_operands(spec)) {
+    space.add("warp_specialize", {0, 1}).add("cluster_x", {1, 2});
+    // Only a producer warpgroup multicasts B to a cluster.
+    space.require("cluster_x == 1 || warp_specialize", [](const Config& c, const ProblemShape&) {
+      return c["cluster_x"] == 1 || c["warp_specialize"] == 1;
+    });
+  }
   // At most 128 accumulator values per thread: more spill.
   space.require("BLOCK_M * BLOCK_N <= 128 * 32 * num_warps", [](const Config& c, const ProblemShape&) {
     return c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"];
@@ -54,10 +60,12 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
 }
 
 // The launch a config makes, for the cost model: operand tiles read once per K step of every
-// program, the output written (by every slice, with split-K, and read back by the sum).
+// program (B's once per cluster, which multicasts them), the output written (by every slice,
+// with split-K, and read back by the sum).
 autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s) {
   int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], split = c["SPLIT_K"];
-  int64_t tiles = cdiv(s["M"], bm) * cdiv(s["N"], bn);
+  int64_t cluster = c.has("cluster_x") ? c["cluster_x"] : 1;
+  int64_t tiles = cdiv(cdiv(s["M"], bm), cluster) * cluster * cdiv(s["N"], bn);
   double k = double(cdiv(s["K"], bk) * bk);
   double operand_bytes = dtype_storage_bytes(spec.a);
   double out_bytes = double(s["M"] * s["N"]) * (split > 1 ? 8.0 * double(split) : dtype_storage_bytes(spec.out));
@@ -65,7 +73,7 @@ autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const 
   // A producer warpgroup adds its four warps to the launch.
   int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
   return {tiles * split, warps, 2.0 * double(tiles * bm * bn) * k,
-          operand_bytes * double(tiles * (bm + bn)) * k + out_bytes, double(bm * bn + (bm + bn) * bk) / threads};
+          operand_bytes * double(tiles) * (double(bm) + double(bn) / double(cluster)) * k + out_bytes, double(bm * bn + (bm + bn) * bk) / threads};
 }
 
 // A problem with the spec's dtypes and layout and the shape's sizes, for the heuristic, which
@@ -87,7 +95,10 @@ Config tuned_values(const GemmTuningSpec& spec, const GemmConfig& c) {
                  {"num_stages", c.num_stages},
                  {"SPLIT_K", c.split_k}}};
   if (!on_cuda_cores(spec)) values.values.emplace_back("PERSISTENT", c.persistent);
-  if (tma_operands(spec)) values.values.emplace_back("warp_specialize", c.warp_specialize);
+  if (tma_operands(spec)) {
+    values.values.emplace_back("warp_specialize", c.warp_specialize);
+    values.values.emplace_back("cluster_x", c.cluster_m);
+  }
   return values;
 }
 

@@ -17,7 +17,7 @@ namespace {
 // The cached image: a magic line, then fields in a fixed order, integers as 8 bytes little
 // endian, strings as their length then their bytes. The cache checks that an entry is whole;
 // this format only has to recognise a value it did not write (another version's).
-constexpr std::string_view kImageMagic = "tilejit cuda image 1\n";
+constexpr std::string_view kImageMagic = "tilejit cuda image 2\n";
 
 void put_int(std::string& out, int64_t value) {
   for (int i = 0; i < 8; ++i) out += static_cast<char>(static_cast<uint64_t>(value) >> (8 * i));
@@ -44,6 +44,20 @@ class ImageReader {
     int64_t v = 0;
     if (!read_int(v) || v < INT32_MIN || v > INT32_MAX) return false;
     value = static_cast<int>(v);
+    return true;
+  }
+  bool read_uint32(uint32_t& value) {
+    int64_t v = 0;
+    if (!read_int(v) || v < 0 || v > UINT32_MAX) return false;
+    value = static_cast<uint32_t>(v);
+    return true;
+  }
+  bool read_ints(std::vector<int>& values) {
+    int64_t n = 0;
+    if (!read_int(n) || n < 0 || static_cast<uint64_t>(n) > data_.size() / 8) return false;
+    values.resize(static_cast<size_t>(n));
+    for (int& v : values)
+      if (!read_int(v)) return false;
     return true;
   }
   bool read_string(std::string& s) {
@@ -74,6 +88,9 @@ std::string serialize(const CudaKernelImage& image) {
   put_int(out, r.shared_bytes);
   put_int(out, r.registers);
   put_int(out, r.spill_bytes);
+  for (uint32_t d : {r.cluster.x, r.cluster.y, r.cluster.z}) put_int(out, d);
+  put_int(out, static_cast<int64_t>(r.descriptor_row_slices.size()));
+  for (int slices : r.descriptor_row_slices) put_int(out, slices);
   put_string(out, image.ptx);
   put_string(out, image.cubin);
   return out;
@@ -85,7 +102,8 @@ std::optional<CudaKernelImage> deserialize(std::string_view data) {
   ImageReader in(data);
   bool ok = in.skip_magic() && in.read_string(r.name) && in.read_string(r.arch) && in.read_string(r.binary_format) &&
             in.read_int(r.num_threads) && in.read_int(r.shared_bytes) && in.read_int(r.registers) &&
-            in.read_int(r.spill_bytes) && in.read_string(image.ptx) && in.read_string(image.cubin) && in.at_end();
+            in.read_int(r.spill_bytes) && in.read_uint32(r.cluster.x) && in.read_uint32(r.cluster.y) &&
+            in.read_uint32(r.cluster.z) && in.read_ints(r.descriptor_row_slices) && in.read_string(image.ptx) && in.read_string(image.cubin) && in.at_end();
   bool consistent = !r.name.empty() && !image.ptx.empty() && r.num_threads > 0 &&
                     ((r.binary_format == "cubin" && !image.cubin.empty()) ||
                      (r.binary_format == "ptx" && image.cubin.empty()));
@@ -135,6 +153,7 @@ CudaKernelImage build_image(const ir::Function& fn, const codegen::Target& targe
   r.arch = target.arch;
   r.num_threads = compiled.num_warps * 32;
   r.shared_bytes = compiled.shared_bytes;
+  record_launch_needs(r, fn);
   r.registers = binary.registers;
   r.spill_bytes = binary.spill_bytes;
   r.binary_format = binary.format;

@@ -136,9 +136,9 @@ class CudaDevice final : public Device {
   void synchronize() override;
 
   std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override;
-  TensorMap encode_tensor_map(const TensorDescriptor& descriptor) override {
+  TensorMap encode_tensor_map(const TensorDescriptor& descriptor, int row_slices) override {
     // Kernels for GPUs without TMA read the blocks through the other parameters.
-    return info_.cc_major >= 9 ? encode_tiled_tensor_map(descriptor) : TensorMap{};
+    return info_.cc_major >= 9 ? encode_tiled_tensor_map(descriptor, row_slices) : TensorMap{};
   }
   void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream& stream) override;
 

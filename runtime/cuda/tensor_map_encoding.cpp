@@ -7,9 +7,9 @@
 
 namespace tilejit::cuda {
 
-TensorMap encode_tiled_tensor_map(const TensorDescriptor& d) {
+TensorMap encode_tiled_tensor_map(const TensorDescriptor& d, int row_slices) {
   static_assert(sizeof(CUtensorMap) == sizeof(TensorMap));
-  codegen::TmaBox box = codegen::tma_box(d.dtype, {d.block[0], d.block[1]});
+  codegen::TmaBox box = codegen::tma_box(d.dtype, {d.block[0], d.block[1]}, row_slices);
   int64_t element_bytes = dtype_storage_bytes(d.dtype);
   // The copy moves bits: an unsigned type of the element's width (no fill value is used).
   CUtensorMapDataType type = element_bytes == 1   ? CU_TENSOR_MAP_DATA_TYPE_UINT8

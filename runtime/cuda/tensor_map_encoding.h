@@ -6,6 +6,6 @@
 
 namespace tilejit::cuda {
 
-TensorMap encode_tiled_tensor_map(const TensorDescriptor& descriptor);
+TensorMap encode_tiled_tensor_map(const TensorDescriptor& descriptor, int row_slices);
 
 }  // namespace tilejit::cuda

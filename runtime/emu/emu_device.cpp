@@ -25,7 +25,6 @@ namespace {
 
 constexpr size_t kAllocationAlignment = 256;  // what cuMemAlloc guarantees
 constexpr int kMaxThreadsPerCta = 1024;
-constexpr uint64_t kMaxClusterCtas = 8;  // the portable cluster size of sm_90
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -39,12 +38,15 @@ bool env_flag(const char* name) {
 
 class EmuKernel : public LoadedKernel {
  public:
-  EmuKernel(std::unique_ptr<codegen::HostKernel> host, const std::string& arch) : host_(std::move(host)) {
+  // `fn`: what the kernel was traced as, null for hand-written LLVM IR.
+  EmuKernel(std::unique_ptr<codegen::HostKernel> host, const std::string& arch, const ir::Function* fn)
+      : host_(std::move(host)) {
     report_.name = host_->name();
     report_.arch = arch;
     report_.num_threads = host_->num_threads();
     report_.shared_bytes = host_->shared_bytes();
     report_.binary_format = "host";
+    if (fn) record_launch_needs(report_, *fn);
   }
   const codegen::HostKernel& host() const { return *host_; }
 
@@ -145,16 +147,18 @@ class EmuDevice : public Device {
   std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override {
     auto fn = request.kernel->trace(*request.constants, request.facts);
     dump_kernel_if_requested(*fn, target_);
-    return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, target_, symbols_), info_.arch);
+    return std::make_shared<EmuKernel>(codegen::compile_for_host(*fn, target_, symbols_), info_.arch, fn.get());
   }
 
   std::shared_ptr<LoadedKernel> load_llvm_ir(const std::string& text, const std::string& name, int threads,
                                              int64_t dynamic_shared) {
     return std::make_shared<EmuKernel>(codegen::compile_llvm_text_for_host(text, name, threads, dynamic_shared, symbols_),
-                                       info_.arch);
+                                       info_.arch, nullptr);
   }
 
-  TensorMap encode_tensor_map(const TensorDescriptor& descriptor) override { return emu::encode_tensor_map(descriptor); }
+  TensorMap encode_tensor_map(const TensorDescriptor& descriptor, int row_slices) override {
+    return emu::encode_tensor_map(descriptor, row_slices);
+  }
 
   void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream&) override {
     auto& k = dynamic_cast<EmuKernel&>(kernel);
@@ -168,9 +172,9 @@ class EmuDevice : public Device {
     if (c.x == 0 || c.y == 0 || c.z == 0 || g.x % c.x || g.y % c.y || g.z % c.z)
       fail("launch of {}: clusters of ({}, {}, {}) CTAs do not tile the grid ({}, {}, {})", r.name, c.x, c.y, c.z, g.x,
            g.y, g.z);
-    if (uint64_t{c.x} * c.y * c.z > kMaxClusterCtas)
+    if (uint64_t{c.x} * c.y * c.z > ir::kMaxClusterCtas)
       fail("launch of {}: a cluster of ({}, {}, {}) CTAs exceeds the portable {} CTAs", r.name, c.x, c.y, c.z,
-           kMaxClusterCtas);
+           ir::kMaxClusterCtas);
     emu::Launch launch;
     launch.kernel = r.name;
     launch.entry = k.host().entry();

@@ -13,8 +13,8 @@ namespace tilejit::emu {
 
 static_assert(sizeof(EmuTensorMap) <= sizeof(TensorMap));
 
-inline TensorMap encode_tensor_map(const TensorDescriptor& d) {
-  codegen::TmaBox box = codegen::tma_box(d.dtype, {d.block[0], d.block[1]});
+inline TensorMap encode_tensor_map(const TensorDescriptor& d, int row_slices) {
+  codegen::TmaBox box = codegen::tma_box(d.dtype, {d.block[0], d.block[1]}, row_slices);
   int64_t element_bytes = dtype_storage_bytes(d.dtype);
   EmuTensorMap m;
   m.magic = EmuTensorMap::kMagic;

@@ -1,6 +1,7 @@
 // Emulation of the per-thread GPU state and of the operations that synchronize threads:
-// special registers, CTA barriers, and the warp collectives (shuffles, votes, matches) with
-// the semantics of the PTX ISA's shfl.sync, vote.sync and match.sync.
+// special registers, CTA barriers, and the warp collectives (shuffles, votes, matches, warp
+// barriers) with the semantics of the PTX ISA's shfl.sync, vote.sync, match.sync and
+// bar.warp.sync.
 #include <bit>
 #include <cstring>
 
@@ -174,6 +175,12 @@ bool vote_any(uint32_t mask, uint32_t p) { return vote("vote.any.sync", mask, p,
 bool vote_uni(uint32_t mask, uint32_t p) { return vote("vote.uni.sync", mask, p, 2); }
 uint32_t vote_ballot(uint32_t mask, uint32_t p) { return vote("vote.ballot.sync", mask, p, 3); }
 
+// bar.warp.sync: the lanes of `mask` meet, their earlier memory accesses ordered before
+// what each does after.
+void warp_sync(uint32_t mask) {
+  warp_collective("bar.warp.sync", mask, 0, [](WarpExchange&) {});
+}
+
 // match.any.sync: the mask of lanes holding the same value as this lane.
 uint32_t match_any(const char* op, uint32_t mask, uint64_t value) {
   return static_cast<uint32_t>(warp_collective(op, mask, value, [](WarpExchange& w) {
@@ -288,6 +295,7 @@ void add_thread_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.vote.any.sync", address(vote_any));
   add("llvm.nvvm.vote.uni.sync", address(vote_uni));
   add("llvm.nvvm.vote.ballot.sync", address(vote_ballot));
+  add("llvm.nvvm.bar.warp.sync", address(warp_sync));
   add("llvm.nvvm.match.any.sync.i32", address(match_any_i32));
   add("llvm.nvvm.match.any.sync.i64", address(match_any_i64));
   add("llvm.nvvm.match.all.sync.i32p", address(match_all_i32));

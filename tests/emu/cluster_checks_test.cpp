@@ -343,7 +343,7 @@ class Multicast : public ::testing::Test {
     std::vector<int32_t> values(16 * 4);
     for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i * 3 + 1);
     tensor_.copy_from_host(values.data(), values.size() * sizeof(int32_t));
-    map_ = Device::emu().encode_tensor_map(TensorDescriptor::of(tensor_, {16, 4}));
+    map_ = Device::emu().encode_tensor_map(TensorDescriptor::of(tensor_, {16, 4}), 1);
   }
   Tensor tensor_;
   TensorMap map_{};

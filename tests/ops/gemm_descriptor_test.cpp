@@ -136,7 +136,7 @@ TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
 // and the products through wgmma. The same with a producer warpgroup (warp_specialize): one
 // more warpgroup in the launch, registers moved to the consumers, their barriers named; and
 // persistent, with and without it (the ring position carried from tile to tile in registers,
-// not local memory).
+// not local memory); and with a producer in clusters of two CTAs multicasting B.
 TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
   if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
   Device& device = Device::by_name("emu:sm_90a");
@@ -173,18 +173,21 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       const char* consumer_registers;
       bool persistent = false;
       int64_t stages = 4;
+      int64_t cluster = 1;  // CTAs per cluster along M, multicasting B
     };
     // Persistent with a producer, the epilogue's scratch cannot reuse the rings (the producer
     // fills them with the next tile's operands meanwhile): 3 stages leave room for it, 2 for
     // int8, whose i32 output tile takes 128 KiB to convert.
     int64_t stages_beside_epilogue = s.a == DType::i8 ? 2 : 3;
     for (const Variant& v : {Variant{false, 8, ""}, Variant{true, 8, "232"}, Variant{true, 16, "104"},
-                             Variant{false, 8, "", true}, Variant{true, 8, "232", true, stages_beside_epilogue}}) {
+                             Variant{false, 8, "", true}, Variant{true, 8, "232", true, stages_beside_epilogue},
+                             Variant{true, 8, "232", false, 4, 2},
+                             Variant{true, 8, "232", true, stages_beside_epilogue, 2}}) {
       bool specialized = v.specialized;
-      SCOPED_TRACE(fmt::format("{}{}", specialized ? fmt::format("warp-specialized, {} warps", v.warps) : "",
-                               v.persistent ? ", persistent" : ""));
+      SCOPED_TRACE(fmt::format("{}{}{}", specialized ? fmt::format("warp-specialized, {} warps", v.warps) : "",
+                               v.persistent ? ", persistent" : "", v.cluster > 1 ? ", clusters of 2" : ""));
       config.warp_specialize = specialized, config.num_warps = v.warps, config.persistent = v.persistent;
-      config.num_stages = v.stages;
+      config.num_stages = v.stages, config.cluster_m = v.cluster;
       // Built as a call builds it; the 4-stage rings of both operand tiles fit.
       KernelReport report;
       std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
@@ -202,8 +205,13 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       for (const std::string& added :
            {std::string("setmaxnreg.dec.sync.aligned.u32 \t40"),
             fmt::format("setmaxnreg.inc.sync.aligned.u32 \t{}", v.consumer_registers),
-            std::string("mbarrier.arrive.shared.b64"), fmt::format("bar.sync \t1, {}", 32 * v.warps)})
+            fmt::format("bar.sync \t1, {}", 32 * v.warps)})
         EXPECT_EQ(ptx[0].find(added) != std::string::npos, specialized) << added;
+      // Consumer warps release ring slots to their own CTA's producer, or to the cluster's.
+      EXPECT_EQ(ptx[0].find("mbarrier.arrive.shared.b64") != std::string::npos, specialized && v.cluster == 1);
+      for (const char* multicast : {".reqnctapercluster 2, 1, 1", ".multicast::cluster", "barrier.cluster.wait"})
+        EXPECT_EQ(ptx[0].find(multicast) != std::string::npos, v.cluster > 1) << multicast;
+      EXPECT_EQ(report.cluster, (Dim3{uint32_t(v.cluster), 1, 1}));
       tilejit::codegen::CompiledKernel compiled;
       compiled.name = "gemm", compiled.arch = "sm_90a", compiled.ptx = ptx[0];
       tilejit::codegen::expect_ptxas_accepts(compiled, true);

@@ -79,7 +79,8 @@ TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
                            {"num_stages", 2},
                            {"SPLIT_K", 4},
                            {"PERSISTENT", 0},
-                           {"warp_specialize", 1}}};
+                           {"warp_specialize", 1},
+                           {"cluster_x", 1}}};
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
   TJ_SEEDED_RNG(rng);
   // One bucket (K in 129..256); at K = 200, 4 slices of two 32-steps no longer fit: the heuristic.
@@ -110,7 +111,8 @@ TEST(GemmTuning, AWarpSpecializedResultRunsAProducerWarpgroup) {
                            {"num_stages", 3},
                            {"SPLIT_K", 1},
                            {"PERSISTENT", 0},
-                           {"warp_specialize", 1}}};
+                           {"warp_specialize", 1},
+                           {"cluster_x", 1}}};
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
   TJ_SEEDED_RNG(rng);
   GemmCase call{.m = 192, .n = 128, .k = 384, .device = "emu:sm_90a"};

@@ -126,6 +126,33 @@ TEST_F(CudaCompileTest, WarmStartNeitherTracesNorCompiles) {
 
 // Entries written by another tilejit or LLVM version are never read: a version change
 // traces and compiles again, and each version finds its own entries.
+
+// A kernel in clusters of two CTAs sharing a descriptor's blocks: what its launches need (the
+// cluster, the tensor map's box of half a block) comes back with a warm start's image.
+TEST_F(CudaCompileTest, AWarmStartKeepsTheClusterAndTheDescriptorBoxes) {
+  static const Kernel kernel = define_kernel(
+      "tj_test_cluster_copy", {"src", "out"}, {{"cluster_x", 2}},
+      [](const Constants&, TensorDesc<bf16> src, Ptr<bf16> out) {
+        Tile block = desc_load(src, {program_id(0) / 2 * 16, 0}, ClusterShared{0});  // (16, 64)
+        Tile rows = program_id(0) * 16 + arange(0, 16);
+        store(out + expand_dims(rows, 1) * 64 + expand_dims(arange(0, 64), 0), block);
+      });
+  Constants constants = kernel.constants();
+  std::vector<ir::ArgFacts> facts(2);
+  facts[0].block = {16, 64};
+  KernelRequest request{&kernel, &constants, facts};
+  KernelCache cold = new_cache();
+  CudaKernelImage first = compile_cuda_kernel(request, codegen::find_target("sm_90a"), cold);
+  EXPECT_EQ(first.report.cluster, (Dim3{2, 1, 1}));
+  EXPECT_EQ(first.report.descriptor_row_slices, std::vector<int>{2});
+  EXPECT_NE(first.ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos);
+
+  KernelCache warm = new_cache();
+  CudaKernelImage second = compile_cuda_kernel(request, codegen::find_target("sm_90a"), warm);
+  EXPECT_TRUE(second.report.from_disk_cache);
+  EXPECT_EQ(second.report.cluster, first.report.cluster);
+  EXPECT_EQ(second.report.descriptor_row_slices, first.report.descriptor_row_slices);
+}
 TEST_F(CudaCompileTest, AnotherVersionNeverReadsTheseEntries) {
   Constants constants = add_one().constants();
   KernelRequest request{&add_one(), &constants, {}};

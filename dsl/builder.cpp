@@ -481,19 +481,40 @@ Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc l) {
   return emit(OpKind::load, {t[0].value(), t[2].value(), t[1].value()}, type, loc);
 }
 
-Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc l) {
-  SourceLoc loc = at(l);
-  if (!desc.type().descriptor) user_error("desc_load", loc, "expects a tensor descriptor, got {}", desc.type().str());
+namespace {
+
+// The operands of desc_load / desc_store `op`: the descriptor, then its i32 offsets.
+std::vector<ir::Value*> descriptor_operands(const char* op, const Tile& desc, const std::vector<Operand>& offsets,
+                                            const SourceLoc& loc) {
+  if (!desc.type().descriptor) user_error(op, loc, "expects a tensor descriptor, got {}", desc.type().str());
   if (offsets.size() != desc.shape().size())
-    user_error("desc_load", loc, "{} offsets for a descriptor of rank {} ({})", offsets.size(), desc.shape().size(),
+    user_error(op, loc, "{} offsets for a descriptor of rank {} ({})", offsets.size(), desc.shape().size(),
                desc.type().str());
   std::vector<ir::Value*> operands{desc.value()};
   for (const Operand& o : offsets) {
-    Tile t = o.is_tile() ? o.tile() : constant(o.value(), ir::Type::scalar(DType::i32), "desc_load", loc);
-    require(t.type() == ir::Type::scalar(DType::i32), "desc_load", loc, "i32 scalar offsets", t);
+    Tile t = o.is_tile() ? o.tile() : constant(o.value(), ir::Type::scalar(DType::i32), op, loc);
+    require(t.type() == ir::Type::scalar(DType::i32), op, loc, "i32 scalar offsets", t);
     operands.push_back(t.value());
   }
+  return operands;
+}
+
+}  // namespace
+
+Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc l) {
+  SourceLoc loc = at(l);
+  std::vector<ir::Value*> operands = descriptor_operands("desc_load", desc, offsets, loc);
   return emit(OpKind::desc_load, std::move(operands), ir::Type{desc.dtype(), false, desc.shape()}, loc);
+}
+
+void desc_store(const Tile& desc, const std::vector<Operand>& offsets, const Tile& block, Loc l) {
+  SourceLoc loc = at(l);
+  std::vector<ir::Value*> operands = descriptor_operands("desc_store", desc, offsets, loc);
+  ir::Type wanted{desc.dtype(), false, desc.shape()};
+  if (block.type() != wanted)
+    user_error("desc_store", loc, "the block must be the descriptor's ({}), got {}", wanted.str(), block.type().str());
+  operands.push_back(block.value());
+  append_op(OpKind::desc_store, std::move(operands), {}, loc);
 }
 
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterShared shared, Loc l) {

@@ -103,6 +103,11 @@ struct ClusterShared {
   int axis = 0;
 };
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterShared shared, Loc loc = Loc::current());
+// Writes `block` (of the descriptor's block shape and dtype) to the TensorDesc's tensor at
+// `offsets` (row, column; i32, any value); elements outside the tensor are not written. On
+// sm_90 the block leaves through shared memory by TMA, asynchronously: later kernels see it,
+// a load of the same elements later in this kernel may not.
+void desc_store(const Tile& desc, const std::vector<Operand>& offsets, const Tile& block, Loc loc = Loc::current());
 // Atomics on global memory (relaxed, device scope); each returns the old values.
 Tile atomic_add(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 Tile atomic_add(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());

@@ -40,7 +40,7 @@ constexpr std::array kOpNames = {
     "reshape", "trans", "add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or",
     "xor", "shl", "shr", "cmp", "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "rsqrt", "sin", "cos", "tanh", "erf", "rint", "sigmoid", "fma", "select", "cast", "bitcast",
-    "addptr", "load", "store", "atomic_add", "atomic_max", "atomic_cas", "desc_load", "reduce", "dot", "for",
+    "addptr", "load", "store", "atomic_add", "atomic_max", "atomic_cas", "desc_load", "desc_store", "reduce", "dot", "for",
     "if", "yield", "print",
 };
 static_assert(kOpNames.size() == static_cast<size_t>(OpKind::print) + 1);

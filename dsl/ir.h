@@ -68,8 +68,9 @@ enum class OpKind : uint8_t {
   // Memory.
   addptr, load, store, atomic_add, atomic_max, atomic_cas,
   // A block of a descriptor's tensor at the given element offsets (one i32 scalar per dim);
-  // elements outside the tensor read zero.
-  desc_load,
+  // elements outside the tensor read zero. desc_store writes one (operands: the descriptor,
+  // the offsets, the block), elements outside the tensor left alone.
+  desc_load, desc_store,
   // Reductions and matrix product.
   reduce, dot,
   // Control flow.

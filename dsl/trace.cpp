@@ -17,8 +17,9 @@ ir::Op& append_op(ir::OpKind kind, std::vector<ir::Value*> operands, std::vector
                   const SourceLoc& loc) {
   TraceState& trace = current_trace(ir::op_name(kind), loc);
   for (ir::Value* v : operands) {
-    if (v->type.descriptor && kind != ir::OpKind::desc_load)
-      user_error(ir::op_name(kind), loc, "a tensor descriptor ({}) can only be read with desc_load", v->type.str());
+    if (v->type.descriptor && kind != ir::OpKind::desc_load && kind != ir::OpKind::desc_store)
+      user_error(ir::op_name(kind), loc, "a tensor descriptor ({}) can only be used by desc_load and desc_store",
+                 v->type.str());
     if (!v->owner->encloses(trace.block))
       user_error(ir::op_name(kind), loc,
                  "operand of type {} is used outside the loop or branch that defines it; "

@@ -130,6 +130,14 @@ class Verifier {
         if (op.has_attr("cluster_axis"))
           expect(op.attr_int("cluster_axis") >= 0 && op.attr_int("cluster_axis") <= 2, op, "desc_load cluster axis");
         break;
+      case OpKind::desc_store:
+        counts(op, 4, 4, 0);
+        expect(operand(0).descriptor && descriptor_block_problem(operand(0).dtype, operand(0).shape).empty(), op,
+               "desc_store descriptor type");
+        expect(operand(1) == Type::scalar(DType::i32) && operand(2) == Type::scalar(DType::i32), op,
+               "desc_store offsets must be i32 scalars");
+        expect(operand(3) == Type{operand(0).dtype, false, operand(0).shape}, op, "desc_store block type");
+        break;
       case OpKind::store:
         counts(op, 2, 3, 0);
         expect(operand(0).pointer && operand(1) == Type{operand(0).dtype, false, operand(0).shape}, op, "store types");

@@ -191,7 +191,9 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
       continue;
     }
     const TensorDescriptor& desc = a.descriptor();
-    maps[d] = device.encode_tensor_map(desc, report.descriptor_row_slices.at(d));
+    // A kernel not traced from the DSL (hand-written LLVM IR) copies whole blocks.
+    const std::vector<int>& slices = report.descriptor_row_slices;
+    maps[d] = device.encode_tensor_map(desc, d < slices.size() ? slices[d] : 1);
     TensorDescriptorParams& p = descriptors[d];
     p = {desc.data, static_cast<int32_t>(desc.shape[0]), static_cast<int32_t>(desc.shape[1]), desc.row_stride};
     for (void* v : {static_cast<void*>(&maps[d]), static_cast<void*>(&p.data), static_cast<void*>(&p.rows),

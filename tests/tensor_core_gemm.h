@@ -50,15 +50,16 @@ dsl::Kernel tensor_core_gemm() {
 // The same GEMM reading A (M, K) and B (K, N), or with B_TRANSPOSED B (N, K), through tensor
 // descriptors, whose block shapes give the tile: (BLOCK_M, BLOCK_K) and (BLOCK_K, BLOCK_N) or
 // (BLOCK_N, BLOCK_K). Constants: PRECISION, B_TRANSPOSED, warp_specialize, PERSISTENT (the
-// programs loop over the output tiles, row by row, on a 1-D grid of any size). Parameters: a,
-// b, c, M, N, K.
+// programs loop over the output tiles, row by row, on a 1-D grid of any size), cluster_x and
+// cluster_y (one tile per program: the cluster's CTAs along x share their B block, along y
+// their A block). Parameters: a, b, c, M, N, K.
 template <DType DA, DType DB>
 dsl::Kernel tensor_core_gemm_desc() {
   using namespace tilejit::dsl;
   constexpr DType ACC = DA == DType::i8 ? DType::i32 : DType::f32;
   return define_kernel(
       "tc_gemm_desc_" + std::string(dtype_name(DA)) + "_" + std::string(dtype_name(DB)), {"a", "b", "c", "M", "N", "K"},
-      {{"PRECISION", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}, {"PERSISTENT", 0}},
+      {{"PRECISION", 0}, {"B_TRANSPOSED", 0}, {"warp_specialize", 0}, {"PERSISTENT", 0}, {"cluster_x", 1}, {"cluster_y", 1}},
       [](const Constants& c, TensorDesc<DA> a, TensorDesc<DB> b, Ptr<ACC> out, Scalar<i32> M, Scalar<i32> N,
          Scalar<i32> K) {
         bool b_transposed = c.flag("B_TRANSPOSED");
@@ -72,8 +73,9 @@ dsl::Kernel tensor_core_gemm_desc() {
           std::optional<Tile> zero;
           if (persistent) zero = sum(arange(0, bm), 0) - static_cast<int32_t>(bm * (bm - 1) / 2);
           Tile acc = for_range(0, K, bk, zeros({bm, bn}, ACC), [&](Tile k, Tile acc) {
-            Tile a_tile = desc_load(a, {row0, k});
-            Tile b_tile = b_transposed ? trans(desc_load(b, {col0, k})) : desc_load(b, {k, col0});
+            Tile a_tile = desc_load(a, {row0, k}, ClusterShared{1});
+            Tile b_tile = b_transposed ? trans(desc_load(b, {col0, k}, ClusterShared{0}))
+                                       : desc_load(b, {k, col0}, ClusterShared{0});
             return dot(a_tile, b_tile, acc, precision);
           });
           Tile rows = row0 + arange(0, bm), cols = col0 + arange(0, bn);

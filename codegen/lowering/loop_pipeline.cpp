@@ -189,11 +189,16 @@ LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, const ir::Op* outer,
       specialized_(specialized) {
   dot_in_flight_ = find_dot_in_flight(uses);
   for (const Staged& s : staged_) (s.tma ? uses_tma_ : uses_cp_async_) = true;
-  multicast_ = specialized_ && std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) { return sharing_ctas(s) > 1; });
+  if (specialized_)
+    for (const Staged& s : staged_)
+      if (int axis = multicast_axis(s); axis >= 0) multicast_axes_.insert(axis);
+  multicast_ = !multicast_axes_.empty();
 }
 
-int LoopPipeline::sharing_ctas(const Staged& s) const {
-  return s.tma ? block_row_slices(L_.fn, s.load->operands[0]) : 1;
+int LoopPipeline::multicast_axis(const Staged& s) const {
+  if (!s.tma || !s.load->has_attr("cluster_axis")) return -1;
+  auto axis = static_cast<int>(s.load->attr_int("cluster_axis"));
+  return L_.fn.cluster[static_cast<size_t>(axis)] > 1 ? axis : -1;
 }
 
 const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, int>& uses) {
@@ -427,7 +432,7 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     mbarrier_arrive_expect_tx(L_, barrier(slot), bytes);
     for (auto& [s, at] : blocks) {
       std::optional<TmaMulticast> multicast;
-      if (by_producer && sharing_ctas(*s) > 1) multicast = multicast_share(s->load->attr_int("cluster_axis"));
+      if (int axis = multicast_axis(*s); by_producer && axis >= 0) multicast = multicast_share(axis);
       issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1],
                       multicast ? &*multicast : nullptr);
     }

@@ -68,6 +68,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "codegen/lowering/lowering.h"
@@ -148,12 +149,18 @@ class LoopPipeline {
   // Consumers: this CTA's consumer warps are done with ring slot `slot`.
   void release(llvm::Value* slot);
   // What each empty mbarrier counts per phase: one arrival per consumer warp of every CTA its
-  // producer copies into (with multicast, the whole cluster's).
+  // producer copies into.
   int empty_arrivals() const;
-  // The CTAs that share the blocks of `s` (dsl ClusterShared): 1, or the cluster's extent along
-  // the axis its desc_load names.
-  int sharing_ctas(const Staged& s) const;
-  TmaMulticast multicast_share(int64_t axis);
+  // The cluster axis along which the producer multicasts the blocks of `s` (its desc_load's
+  // ClusterShared axis, where the cluster extends along it), or -1.
+  int multicast_axis(const Staged& s) const;
+  // The CTAs that share a block with this one along `axis` (this one included), as a mask of
+  // cluster ranks (i32); and along any multicast axis: the CTAs whose producers copy into
+  // this CTA's slots and into whose slots its producer copies, and how many they are.
+  llvm::Value* group_ranks(int axis);
+  llvm::Value* sharing_ranks();
+  int sharing_ctas() const;
+  TmaMulticast multicast_share(int axis);
 
   // The dot that may stay in flight across iterations (see above), or null; sets
   // carried_index_ to the loop-carried value it accumulates into.
@@ -190,9 +197,10 @@ class LoopPipeline {
   bool uses_tma_ = false, uses_cp_async_ = false;
   bool specialized_ = false;
   // The producers copy blocks the cluster's CTAs share once for all of them: consumers
-  // release slots to every CTA of the cluster, and the cluster synchronizes after the
-  // mbarriers are initialized and before they are invalidated.
+  // release slots to every CTA that shares a block with theirs, and the cluster synchronizes
+  // after the mbarriers are initialized and before they are invalidated.
   bool multicast_ = false;
+  std::set<int> multicast_axes_;
   llvm::Value* lb_ = nullptr;  // of loop()'s current run
   // The consumers' ring position from one run of loop() to the next (with outer_).
   llvm::Value* position_variable_ = nullptr;

@@ -1,8 +1,9 @@
-// desc_load: one block of a tensor descriptor, elements outside the tensor reading zero. On
-// sm_90+ TMA copies the block into the scratch space, completing on an mbarrier there, and
-// every thread reads its elements from the swizzled tile; elsewhere every thread loads its
-// elements from global memory. In a loop whose dot reads the block, the loop pipeline stages
-// it instead (codegen/lowering/loop_pipeline.h).
+// desc_load / desc_store: one block of a tensor descriptor, elements outside the tensor
+// reading zero / left alone. On sm_90+ TMA copies the block between global memory and the
+// scratch space (completing on an mbarrier there, or as a bulk async-group), in the swizzled
+// tile layout every thread reads or writes its elements in; elsewhere every thread loads or
+// stores its elements in global memory. In a loop whose dot reads the block, the loop
+// pipeline stages it instead (codegen/lowering/loop_pipeline.h).
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -45,26 +46,34 @@ std::vector<llvm::Value*> load_block_by_tma(Lowering& L, const ir::Op& op, const
   return values;
 }
 
-std::vector<llvm::Value*> load_block_from_global(Lowering& L, const ir::Op& op, const LinearLayout& layout) {
+// Register `r`'s element of `layout` in the block of descriptor `desc` at (row, column) of
+// `op`'s operands: whether it lies inside the tensor, and its address there.
+struct BlockElement {
+  llvm::Value* inside;
+  llvm::Value* address;
+};
+BlockElement block_element(Lowering& L, const ir::Op& op, const LinearLayout& layout, int r, llvm::Type* elem) {
   auto& b = L.b;
   const DescriptorArgs& d = L.descriptors.at(op.operands[0]);
+  std::vector<llvm::Value*> c = L.coords(layout, r);
+  llvm::Value* y = b.CreateAdd(L.scalar(op.operands[1]), c[0]);
+  llvm::Value* x = b.CreateAdd(L.scalar(op.operands[2]), c[1]);
+  // Unsigned: a negative coordinate is outside too.
+  llvm::Value* inside = b.CreateAnd(b.CreateICmpULT(y, d.rows), b.CreateICmpULT(x, d.columns));
+  llvm::Value* index = b.CreateAdd(b.CreateMul(b.CreateSExt(y, b.getInt64Ty()), d.row_stride), b.CreateSExt(x, b.getInt64Ty()));
+  return {inside, b.CreateGEP(elem, d.data, index)};
+}
+
+std::vector<llvm::Value*> load_block_from_global(Lowering& L, const ir::Op& op, const LinearLayout& layout) {
+  auto& b = L.b;
   llvm::Type* elem = L.memory_type(op.result()->type.dtype);
   llvm::Align align(static_cast<uint64_t>(dtype_storage_bytes(op.result()->type.dtype)));
-  llvm::Value* row = L.scalar(op.operands[1]);
-  llvm::Value* column = L.scalar(op.operands[2]);
   std::vector<llvm::Value*> values;
   for (int r = 0; r < layout.num_regs(); ++r) {
-    std::vector<llvm::Value*> c = L.coords(layout, r);
-    llvm::Value* y = b.CreateAdd(row, c[0]);
-    llvm::Value* x = b.CreateAdd(column, c[1]);
-    // Unsigned: a negative coordinate is outside too.
-    llvm::Value* inside = b.CreateAnd(b.CreateICmpULT(y, d.rows), b.CreateICmpULT(x, d.columns));
-    llvm::Value* index = b.CreateAdd(b.CreateMul(b.CreateSExt(y, b.getInt64Ty()), d.row_stride), b.CreateSExt(x, b.getInt64Ty()));
+    BlockElement e = block_element(L, op, layout, r, elem);
     llvm::BasicBlock* before = b.GetInsertBlock();
     llvm::Value* loaded = nullptr;
-    auto [last, merge] = L.emit_if(inside, "desc.load", [&] {
-      loaded = b.CreateAlignedLoad(elem, b.CreateGEP(elem, d.data, index), align);
-    });
+    auto [last, merge] = L.emit_if(e.inside, "desc.load", [&] { loaded = b.CreateAlignedLoad(elem, e.address, align); });
     llvm::PHINode* phi = b.CreatePHI(elem, 2);
     phi->addIncoming(loaded, last);
     phi->addIncoming(llvm::Constant::getNullValue(elem), before);
@@ -73,7 +82,41 @@ std::vector<llvm::Value*> load_block_from_global(Lowering& L, const ir::Op& op, 
   return values;
 }
 
+void store_block_by_tma(Lowering& L, const ir::Op& op) {
+  const ir::Value* block = op.operands[3];
+  llvm::Value* tile = L.shared_base();
+  L.reserve_shared(tma_box_of(L, op.operands[0]).block_bytes());
+  L.barrier();  // earlier readers of the scratch space are done
+  SharedOperand(L, block->type, tile).store(block);
+  // Every thread's writes, through the generic proxy, are ordered before the copy's reads.
+  L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  L.barrier();
+  L.emit_if(L.b.CreateICmpEQ(L.thread_id(), L.const_i32(0)), "tma.store",
+            [&] { store_tma_block(L, op.operands[0], tile, L.scalar(op.operands[1]), L.scalar(op.operands[2])); });
+  L.barrier();  // the copy has read the scratch space
+}
+
+void store_block_to_global(Lowering& L, const ir::Op& op) {
+  auto& b = L.b;
+  const ir::Value* block = op.operands[3];
+  const Regs& regs = L.home(block);
+  llvm::Type* elem = L.memory_type(block->type.dtype);
+  llvm::Align align(static_cast<uint64_t>(dtype_storage_bytes(block->type.dtype)));
+  // Threads holding copies of another thread's elements leave the store to it.
+  llvm::Value* owner = L.owns_data(regs.layout);
+  for (int r = 0; r < regs.layout.num_regs(); ++r) {
+    BlockElement e = block_element(L, op, regs.layout, r, elem);
+    L.emit_if(b.CreateAnd(e.inside, owner), "desc.store",
+              [&] { b.CreateAlignedStore(regs.values[static_cast<size_t>(r)], e.address, align); });
+  }
+}
+
 }  // namespace
+
+void Lowering::lower_desc_store(const ir::Op& op) {
+  if (has_tma()) store_block_by_tma(*this, op);
+  else store_block_to_global(*this, op);
+}
 
 void Lowering::lower_desc_load(const ir::Op& op) {
   if (staged_operands.count(op.result())) return;  // its loop pipeline copies it

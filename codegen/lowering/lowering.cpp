@@ -294,6 +294,7 @@ void Lowering::lower_op(const ir::Op& op) {
     case K::load:
     case K::store: lower_memory(op); return;
     case K::desc_load: lower_desc_load(op); return;
+    case K::desc_store: lower_desc_store(op); return;
     case K::atomic_add:
     case K::atomic_max:
     case K::atomic_cas: lower_atomic(op); return;

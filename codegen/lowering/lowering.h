@@ -178,6 +178,7 @@ class Lowering {
   void lower_constant_like(const ir::Op& op);
   void lower_memory(const ir::Op& op);
   void lower_desc_load(const ir::Op& op);
+  void lower_desc_store(const ir::Op& op);
   void lower_atomic(const ir::Op& op);
   void lower_reduce(const ir::Op& op);
   void lower_dot(const ir::Op& op);

@@ -9,28 +9,53 @@ TmaBox tma_box_of(const Lowering& L, const ir::Value* desc) {
   return tma_box(desc->type.dtype, desc->type.shape, block_row_slices(L.fn, desc));
 }
 
+namespace {
+
+// Calls `copy(shared byte offset, x, y)` (i32 values) for every box of a block at (row,
+// column) whose boxes are `box`: every row slice of each column box, or only `slice`.
+template <typename F>
+void for_each_box(Lowering& L, const TmaBox& box, llvm::Value* row, llvm::Value* column, llvm::Value* slice, F&& copy) {
+  auto& b = L.b;
+  auto one = [&](int c, llvm::Value* s) {
+    llvm::Value* box_index = b.CreateAdd(L.const_i32(c * box.slices), s);
+    copy(b.CreateMul(box_index, L.const_i32(box.bytes())), b.CreateAdd(column, L.const_i32(c * box.columns)),
+         b.CreateAdd(row, b.CreateMul(s, L.const_i32(box.rows))));
+  };
+  for (int c = 0; c < box.copies; ++c) {
+    if (slice) one(c, slice);
+    else
+      for (int s = 0; s < box.slices; ++s) one(c, L.const_i32(s));
+  }
+}
+
+}  // namespace
+
 void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
                      llvm::Value* column, const TmaMulticast* multicast) {
   auto& b = L.b;
-  TmaBox box = tma_box_of(L, desc);
   llvm::Value* map = L.descriptors.at(desc).map;
   // The cluster-wide form of the copy: a CTA's own shared address is valid in its cluster's window.
   constexpr unsigned kSharedCluster = 7;
-  auto copy = [&](int c, llvm::Value* slice) {
-    llvm::Value* box_index = b.CreateAdd(L.const_i32(c * box.slices), slice);
-    llvm::Value* to = b.CreateGEP(b.getInt8Ty(), tile, b.CreateMul(box_index, L.const_i32(box.bytes())));
-    llvm::Value* x = b.CreateAdd(column, L.const_i32(c * box.columns));
-    llvm::Value* y = b.CreateAdd(row, b.CreateMul(slice, L.const_i32(box.rows)));
-    llvm::Value* mask = multicast ? multicast->cta_mask : b.getInt16(0);
-    L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_2d, {},
-                     {b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map, x, y, mask,
-                      b.getInt64(0), b.getInt1(multicast != nullptr), b.getFalse(), b.getInt32(0)});
-  };
-  for (int c = 0; c < box.copies; ++c) {
-    if (multicast) copy(c, multicast->slice);
-    else
-      for (int s = 0; s < box.slices; ++s) copy(c, L.const_i32(s));
-  }
+  llvm::Value* mask = multicast ? multicast->cta_mask : b.getInt16(0);
+  for_each_box(L, tma_box_of(L, desc), row, column, multicast ? multicast->slice : nullptr,
+               [&](llvm::Value* offset, llvm::Value* x, llvm::Value* y) {
+                 llvm::Value* to = b.CreateGEP(b.getInt8Ty(), tile, offset);
+                 L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_2d, {},
+                                  {b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map,
+                                   x, y, mask, b.getInt64(0), b.getInt1(multicast != nullptr), b.getFalse(),
+                                   b.getInt32(0)});
+               });
+}
+
+void store_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* row, llvm::Value* column) {
+  auto& b = L.b;
+  llvm::Value* map = L.descriptors.at(desc).map;
+  for_each_box(L, tma_box_of(L, desc), row, column, nullptr, [&](llvm::Value* offset, llvm::Value* x, llvm::Value* y) {
+    L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_s2g_tile_2d, {},
+                     {b.CreateGEP(b.getInt8Ty(), tile, offset), map, x, y, b.getInt64(0), b.getFalse()});
+  });
+  L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_commit_group, {}, {});
+  L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_wait_group_read, {}, {L.const_i32(0)});
 }
 
 void mbarrier_init(Lowering& L, llvm::Value* bar, int arrivals) {
@@ -49,14 +74,17 @@ void mbarrier_arrive_expect_tx(Lowering& L, llvm::Value* bar, int64_t bytes) {
   L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_expect_tx_scope_cta_space_cta, {}, {bar, L.const_i32(bytes)});
 }
 
-void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity) {
+void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity, bool cluster_scope) {
   auto& b = L.b;
   llvm::Function* f = b.GetInsertBlock()->getParent();
   auto* poll = llvm::BasicBlock::Create(L.ctx, "mbarrier.wait", f);
   auto* done = llvm::BasicBlock::Create(L.ctx, "mbarrier.done", f);
   b.CreateBr(poll);
   b.SetInsertPoint(poll);
-  llvm::Value* complete = L.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_try_wait_parity_scope_cta_space_cta, {}, {bar, parity});
+  llvm::Value* complete =
+      L.call_intrinsic(cluster_scope ? llvm::Intrinsic::nvvm_mbarrier_try_wait_parity_scope_cluster_space_cta
+                                     : llvm::Intrinsic::nvvm_mbarrier_try_wait_parity_scope_cta_space_cta,
+                       {}, {bar, parity});
   b.CreateCondBr(complete, done, poll);
   b.SetInsertPoint(done);
 }

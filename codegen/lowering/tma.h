@@ -18,17 +18,23 @@ struct TmaMulticast {
 };
 // The calling thread copies the block of `desc` whose first element is (row, column) (i32)
 // into the tile at shared `tile`, completing its bytes (tma_box_of(desc).block_bytes()) on
-// `bar`; or, with `multicast`, that slice of it.
+// `bar`; or, with `multicast`, that slice of it, into the same offsets of every CTA of the
+// mask, completing on the mbarrier at `bar`'s offset in each.
 void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
                      llvm::Value* column, const TmaMulticast* multicast = nullptr);
+// The calling thread copies the tile at shared `tile` (laid out as a TMA copy lands a block)
+// to the block of `desc` whose first element is (row, column), as one bulk async-group
+// (elements outside the tensor are not written), and waits until the copies have read it.
+void store_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* row, llvm::Value* column);
 
 // mbarrier operations on the 8 bytes of shared memory at `bar` (one thread each, but for the wait).
 void mbarrier_init(Lowering& L, llvm::Value* bar, int arrivals);
 void mbarrier_inval(Lowering& L, llvm::Value* bar);
 void mbarrier_arrive(Lowering& L, llvm::Value* bar);
 void mbarrier_arrive_expect_tx(Lowering& L, llvm::Value* bar, int64_t bytes);
-// The calling thread waits until the phase of `parity` (i32: 0 or 1) of `bar` has completed.
-void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity);
+// The calling thread waits until the phase of `parity` (i32: 0 or 1) of `bar` has completed,
+// acquiring at cluster scope when other CTAs of the cluster arrive on it.
+void mbarrier_wait(Lowering& L, llvm::Value* bar, llvm::Value* parity, bool cluster_scope = false);
 
 // Thread-block clusters (sm_90+): this CTA's rank in its cluster and its place along `axis`
 // (i32), and barrier.cluster's arrive and wait for every thread of the cluster that has not

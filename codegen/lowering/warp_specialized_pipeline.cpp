@@ -160,7 +160,8 @@ llvm::Value* LoopPipeline::emit_producer_loop(llvm::Value* lb, llvm::Value* ub, 
     llvm::Value* slot = slot_of(position, second_lap);
     // Every consumer released what the slot held a lap ago. In the first lap the wait is for
     // the phase before the first, complete from the start.
-    mbarrier_wait(L_, empty_barrier(slot), b.CreateZExt(b.CreateNot(second_lap), b.getInt32Ty()));
+    // Released by peers' consumers too with multicast: their arrivals are cluster-scoped.
+    mbarrier_wait(L_, empty_barrier(slot), b.CreateZExt(b.CreateNot(second_lap), b.getInt32Ty()), multicast_);
     issue(iv, b.getTrue(), slot, /*by_producer=*/true);
     return next_position(position);
   });
@@ -188,8 +189,8 @@ void LoopPipeline::release_last_slots(llvm::Value* position, llvm::Value* ub, ll
 
 // Every lane of the warp is done with the slot: the dots that read it were waited for (by
 // the whole warp at once), and bar.warp.sync orders any thread's own reads before it. One
-// lane then arrives for the warp, or with multicast, lane r on the empty mbarrier of cluster
-// rank r, whose producer copies into this CTA's slots too.
+// lane then arrives for the warp; with multicast, lane r on the empty mbarrier of cluster rank
+// r for every rank that shares a block with this CTA, whose producer copies into its slots.
 void LoopPipeline::release(llvm::Value* slot) {
   auto& b = L_.b;
   L_.call_intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(~0u)});
@@ -198,29 +199,49 @@ void LoopPipeline::release(llvm::Value* slot) {
     L_.emit_if(b.CreateICmpEQ(L_.lane_id(), L_.const_i32(0)), "ring.release.warp", [&] { mbarrier_arrive(L_, bar); });
     return;
   }
-  L_.emit_if(b.CreateICmpULT(L_.lane_id(), L_.const_i32(L_.fn.cluster_ctas())), "ring.release.cluster", [&] {
-    llvm::Value* remote = L_.call_intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {bar, L_.lane_id()});
+  llvm::Value* lane = L_.lane_id();
+  llvm::Value* sharing = b.CreateAnd(b.CreateLShr(sharing_ranks(), lane), L_.const_i32(1));
+  llvm::Value* releases = b.CreateAnd(b.CreateICmpULT(lane, L_.const_i32(L_.fn.cluster_ctas())),
+                                      b.CreateICmpNE(sharing, L_.const_i32(0)));
+  L_.emit_if(releases, "ring.release.cluster", [&] {
+    llvm::Value* remote = L_.call_intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {bar, lane});
     L_.call_intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_scope_cluster_space_cluster, {}, {remote, L_.const_i32(1)});
   });
 }
 
-int LoopPipeline::empty_arrivals() const { return L_.fn.num_warps * (multicast_ ? L_.fn.cluster_ctas() : 1); }
+int LoopPipeline::empty_arrivals() const { return L_.fn.num_warps * (multicast_ ? sharing_ctas() : 1); }
 
-// This CTA's share of a block the CTAs along cluster axis `axis` share: the slice its place
-// along the axis names, copied into every CTA of the cluster at the same place along the
-// other axes. Cluster ranks run x fastest, then y, then z.
-TmaMulticast LoopPipeline::multicast_share(int64_t axis) {
+// Cluster ranks run x fastest, then y, then z: the CTAs at every place along `axis`, the
+// others' places this CTA's.
+llvm::Value* LoopPipeline::group_ranks(int axis) {
   auto& b = L_.b;
   const std::array<int, 3>& cluster = L_.fn.cluster;
   int stride = 1;
-  for (int64_t a = 0; a < axis; ++a) stride *= cluster[static_cast<size_t>(a)];
-  int64_t ranks_along_axis = 0;  // the mask of the CTAs at place 0 of the other axes
-  for (int j = 0; j < cluster[static_cast<size_t>(axis)]; ++j) ranks_along_axis |= int64_t{1} << (j * stride);
-  llvm::Value* place = cluster_place(L_, static_cast<int>(axis));
-  // The rank of the CTA at place 0 along the axis, the others' places unchanged.
-  llvm::Value* first = b.CreateSub(cluster_rank(L_), b.CreateMul(place, L_.const_i32(stride)));
-  llvm::Value* mask = b.CreateShl(L_.const_i32(ranks_along_axis), first);
-  return {place, b.CreateTrunc(mask, b.getInt16Ty())};
+  for (int a = 0; a < axis; ++a) stride *= cluster[static_cast<size_t>(a)];
+  int64_t at_first_place = 0;  // the mask when this CTA's places along the other axes are 0
+  for (int j = 0; j < cluster[static_cast<size_t>(axis)]; ++j) at_first_place |= int64_t{1} << (j * stride);
+  // The rank of the CTA at place 0 along the axis, the others' places this CTA's.
+  llvm::Value* first = b.CreateSub(cluster_rank(L_), b.CreateMul(cluster_place(L_, axis), L_.const_i32(stride)));
+  return b.CreateShl(L_.const_i32(at_first_place), first);
+}
+
+llvm::Value* LoopPipeline::sharing_ranks() {
+  llvm::Value* ranks = nullptr;
+  for (int axis : multicast_axes_) ranks = ranks ? L_.b.CreateOr(ranks, group_ranks(axis)) : group_ranks(axis);
+  return ranks;
+}
+
+// The groups along different axes meet in this CTA only.
+int LoopPipeline::sharing_ctas() const {
+  int ctas = 1;
+  for (int axis : multicast_axes_) ctas += L_.fn.cluster[static_cast<size_t>(axis)] - 1;
+  return ctas;
+}
+
+// This CTA's share of a block the CTAs along `axis` share: the row slice its place along the
+// axis names, copied into every CTA of the group.
+TmaMulticast LoopPipeline::multicast_share(int axis) {
+  return {cluster_place(L_, axis), L_.b.CreateTrunc(group_ranks(axis), L_.b.getInt16Ty())};
 }
 
 llvm::Value* LoopPipeline::empty_barrier(llvm::Value* slot) {

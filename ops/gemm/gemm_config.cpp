@@ -16,8 +16,12 @@ std::vector<std::pair<std::string, int64_t>> GemmConfig::constants() const {
           {"PERSISTENT", persistent}, {"cluster_x", cluster_m}};
 }
 
+int64_t tile_rows_in_clusters(int64_t m, int64_t block_m, int64_t cluster_m) {
+  return cdiv(cdiv(m, block_m), cluster_m) * cluster_m;
+}
+
 int64_t GemmConfig::output_tiles(const GemmProblem& p) const {
-  return cdiv(cdiv(p.m, block_m), cluster_m) * cluster_m * cdiv(p.n, block_n);
+  return tile_rows_in_clusters(p.m, block_m, cluster_m) * cdiv(p.n, block_n);
 }
 
 int64_t GemmConfig::programs(const GemmProblem& p, const DeviceInfo& device) const {

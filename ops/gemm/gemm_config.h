@@ -23,10 +23,11 @@ struct GemmConfig {
   // holds across them): no tail of CTAs launched late, and with a producer warpgroup the next
   // tile's copies run during this one's epilogue.
   bool persistent = false;
-  // CTAs per thread-block cluster along M (sm_90, with a producer warpgroup; elsewhere 1):
-  // the cluster's CTAs take output tiles of one column of tiles, and each copies its share of
-  // their common B block into all of them (TMA multicast). Tile rows are padded to whole
-  // clusters; a CTA past M computes with the others and stores nothing.
+  // CTAs per thread-block cluster along M (sm_90 with a producer warpgroup and a pipeline;
+  // elsewhere 1): the cluster's CTAs take output tiles of one column of tiles, and each copies
+  // its share of their common B block into all of them (TMA multicast). Tile rows are padded
+  // to whole clusters; a CTA past M computes with the others and stores nothing. GROUP_M is
+  // rounded up to whole clusters.
   int64_t cluster_m = 1;
   // Operands whose memory runs along K the other way: A stored (K, M), B stored (N, K).
   bool a_transposed = false, b_transposed = false;
@@ -40,6 +41,9 @@ struct GemmConfig {
 };
 
 GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device);
+
+// Rows of output tiles of `block_m` rows over `m`, padded to whole clusters of `cluster_m`.
+int64_t tile_rows_in_clusters(int64_t m, int64_t block_m, int64_t cluster_m);
 
 // Whether an operand's memory runs along K the other way (A stored (K, M), B stored (N, K)):
 // the kernel then reads it in that order.

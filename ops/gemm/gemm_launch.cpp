@@ -13,6 +13,8 @@ uint32_t grid_dim(int64_t n) { return static_cast<uint32_t>(n); }
 
 GemmConfig clamped(GemmConfig config, const GemmProblem& p) {
   config.split_k = std::clamp<int64_t>(config.split_k, 1, std::max<int64_t>(1, (p.k + config.block_k - 1) / config.block_k));
+  // A cluster's CTAs take tiles of one GROUP_M group.
+  config.group_m = (config.group_m + config.cluster_m - 1) / config.cluster_m * config.cluster_m;
   return config;
 }
 
@@ -24,10 +26,10 @@ struct MainKernel {
     std::string key = p.features.key() + "/" + operands.key() + (workspace ? "/partial" : "");
     bool partial = workspace != nullptr;
     // Without both operands through TMA there is nothing for a producer warpgroup to do: the
-    // kernel is the one without it. Only a producer multicasts, on sm_90 and newer.
+    // kernel is the one without it. Only a producer multicasts: on sm_90 (wgmma), in a pipeline.
     built = config;
     built.warp_specialize = config.warp_specialize && operands.a && operands.b;
-    if (!built.warp_specialize || device.cc_major < 9) built.cluster_m = 1;
+    if (!built.warp_specialize || device.cc_major != 9 || built.num_stages < 2) built.cluster_m = 1;
     kernel = op_kernel(key, [&] { return main_kernel(p.features, partial, args.params()); }).with(built.constants());
   }
   MainKernel(const MainKernel&) = delete;

@@ -65,7 +65,7 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
 autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s) {
   int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], split = c["SPLIT_K"];
   int64_t cluster = c.has("cluster_x") ? c["cluster_x"] : 1;
-  int64_t tiles = cdiv(cdiv(s["M"], bm), cluster) * cluster * cdiv(s["N"], bn);
+  int64_t tiles = tile_rows_in_clusters(s["M"], bm, cluster) * cdiv(s["N"], bn);
   double k = double(cdiv(s["K"], bk) * bk);
   double operand_bytes = dtype_storage_bytes(spec.a);
   double out_bytes = double(s["M"] * s["N"]) * (split > 1 ? 8.0 * double(split) : dtype_storage_bytes(spec.out));

@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_compile.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -104,7 +105,9 @@ std::optional<CudaKernelImage> deserialize(std::string_view data) {
             in.read_int(r.num_threads) && in.read_int(r.shared_bytes) && in.read_int(r.registers) &&
             in.read_int(r.spill_bytes) && in.read_uint32(r.cluster.x) && in.read_uint32(r.cluster.y) &&
             in.read_uint32(r.cluster.z) && in.read_ints(r.descriptor_row_slices) && in.read_string(image.ptx) && in.read_string(image.cubin) && in.at_end();
-  bool consistent = !r.name.empty() && !image.ptx.empty() && r.num_threads > 0 &&
+  auto positive = [](const std::vector<int>& v) { return std::all_of(v.begin(), v.end(), [](int x) { return x > 0; }); };
+  bool consistent = !r.name.empty() && !image.ptx.empty() && r.num_threads > 0 && r.cluster.x > 0 && r.cluster.y > 0 &&
+                    r.cluster.z > 0 && positive(r.descriptor_row_slices) &&
                     ((r.binary_format == "cubin" && !image.cubin.empty()) ||
                      (r.binary_format == "ptx" && image.cubin.empty()));
   if (!ok || !consistent) return std::nullopt;

@@ -61,6 +61,23 @@ struct PendingResult {
   uint64_t group = 0;  // the thread's commit-group number of the wgmma that wrote it
 };
 
+// The tensor map of an emulated TMA copy (runtime/emu/tensor_map.h).
+struct EmuTensorMap {
+  static constexpr uint64_t kMagic = 0x74696c656a746d31;  // "tilejtm1"
+  uint64_t magic = 0;
+  const std::byte* data = nullptr;
+  int64_t rows = 0, columns = 0, row_stride_bytes = 0;
+  int32_t element_bytes = 0, box_columns = 0, box_rows = 0, swizzle_bytes = 0;
+};
+
+// One cp.async.bulk.tensor from shared memory to global memory in flight: the box at `from`
+// goes to (column, row) of the map's tensor when a wait of its bulk async-group reads it.
+struct TmaStore {
+  const std::byte* from = nullptr;
+  EmuTensorMap map;
+  int32_t column = 0, row = 0;
+};
+
 struct Thread {
   int tid = 0;
   ThreadState state = ThreadState::runnable;
@@ -76,6 +93,8 @@ struct Thread {
   uint32_t next_placeholder = 0;
   uint32_t proxy_fenced_at = 0;                // the CTA's proxy clock at its last fence.proxy.async
   uint64_t cluster_arrivals = 0, cluster_waits = 0;  // barrier.cluster.arrive / .wait so far
+  std::vector<TmaStore> open_stores;                   // TMA stores since the last bulk commit
+  std::deque<std::vector<TmaStore>> committed_stores;  // bulk async-groups in commit order
 };
 
 // Per shared-memory word: the last generic-proxy write (st.shared, cp.async), which the async
@@ -97,15 +116,6 @@ struct WarpExchange {
   uint64_t results[32] = {};
   uint32_t words_in[32][kMaxWordsIn] = {};
   uint32_t words_out[32][kMaxWordsOut] = {};
-};
-
-// The tensor map of an emulated TMA copy (runtime/emu/tensor_map.h).
-struct EmuTensorMap {
-  static constexpr uint64_t kMagic = 0x74696c656a746d31;  // "tilejtm1"
-  uint64_t magic = 0;
-  const std::byte* data = nullptr;
-  int64_t rows = 0, columns = 0, row_stride_bytes = 0;
-  int32_t element_bytes = 0, box_columns = 0, box_rows = 0, swizzle_bytes = 0;
 };
 
 // One cp.async.bulk.tensor in flight: the box at (column, row) lands at `to` when a thread

@@ -11,6 +11,9 @@
 //   - in a thread-block cluster, mbarrier.arrive on a peer's mbarrier (shared::cluster), and
 //     the multicast form of the copy, which writes the box at the same offset of every CTA in
 //     its mask and completes it on the mbarrier at the same offset in each.
+//   - cp.async.bulk.tensor.2d.global.shared::cta.bulk_group copies a box from shared memory
+//     to the tensor, elements outside it left alone, in the issuing thread's bulk async-group
+//     (cp.async.bulk.commit_group, cp.async.bulk.wait_group[.read]).
 // The copies land at the latest moment PTX allows: when a thread waits on their mbarrier.
 // Their destination holds poison from the issue until then, so a kernel that reads a block
 // before its phase completed computes garbage here as it may on the GPU. TMA writes through
@@ -21,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/host_compiler.h"
 #include "runtime/emu/cta.h"
 #include "runtime/emu/runtime_symbols.h"
 
@@ -83,30 +87,49 @@ int64_t swizzled(int64_t address, int swizzle_bytes) {
   return address ^ (((address >> 7) & rows_mask) << 4);
 }
 
+int64_t box_bytes(const EmuTensorMap& m) { return int64_t{m.box_columns} * m.element_bytes * m.box_rows; }
+
+// The map `map` points to, which must be one the emulator encoded.
+EmuTensorMap tensor_map(const void* map, const char* op) {
+  EmuTensorMap m;
+  std::memcpy(&m, map, sizeof m);
+  if (m.magic != EmuTensorMap::kMagic) abort_thread(fmt::format("{}: the tensor map is not one the emulator encoded", op));
+  return m;
+}
+
+// Calls `visit(shared, global)` for every element of the box at (column, row) of `m`'s tensor
+// whose shared copy starts at byte `base` of `block`'s shared memory: the element's bytes
+// there (placed by the map's swizzle) and in the tensor (null outside it).
+template <typename F>
+void for_each_box_element(Cta& block, int64_t base, const EmuTensorMap& m, int32_t column, int32_t row, F&& visit) {
+  int64_t row_bytes = int64_t{m.box_columns} * m.element_bytes;
+  int64_t first = std::clamp<int64_t>(-int64_t{column}, 0, m.box_columns);
+  int64_t end = std::clamp<int64_t>(m.columns - column, first, m.box_columns);
+  for (int64_t r = 0; r < m.box_rows; ++r) {
+    int64_t tensor_row = row + r;
+    bool row_inside = tensor_row >= 0 && tensor_row < m.rows;
+    const std::byte* tensor = m.data + tensor_row * m.row_stride_bytes + int64_t{column} * m.element_bytes;
+    for (int64_t e = 0; e < m.box_columns; ++e) {
+      std::byte* shared = block.shared + swizzled(base + r * row_bytes + e * m.element_bytes, m.swizzle_bytes);
+      visit(shared, row_inside && e >= first && e < end ? const_cast<std::byte*>(tensor) + e * m.element_bytes : nullptr);
+    }
+  }
+}
+
 // Into the running thread's CTA, whose mbarrier the copy completes on.
 void land(const TmaCopy& c) {
   Cta& block = cta();
   const EmuTensorMap& m = c.map;
-  int64_t row_bytes = int64_t{m.box_columns} * m.element_bytes, base = c.to - block.shared;
-  for (int64_t r = 0; r < m.box_rows; ++r) {
-    int64_t row = c.row + r;
-    bool row_inside = row >= 0 && row < m.rows;
-    int64_t first = std::clamp<int64_t>(-int64_t{c.column}, 0, m.box_columns);
-    int64_t end = std::clamp<int64_t>(m.columns - c.column, first, m.box_columns);
-    const std::byte* source = m.data + row * m.row_stride_bytes + c.column * m.element_bytes;
-    for (int64_t e = 0; e < m.box_columns; ++e) {
-      std::byte* to = block.shared + swizzled(base + r * row_bytes + e * m.element_bytes, m.swizzle_bytes);
-      if (row_inside && e >= first && e < end) {
-        check_global(source + e * m.element_bytes, m.element_bytes, 0);
-        std::memcpy(to, source + e * m.element_bytes, static_cast<size_t>(m.element_bytes));
-      } else {
-        std::memset(to, 0, static_cast<size_t>(m.element_bytes));
-      }
-    }
-  }
+  int64_t base = c.to - block.shared;
+  auto bytes = static_cast<size_t>(m.element_bytes);
+  for_each_box_element(block, base, m, c.column, c.row, [&](std::byte* shared, std::byte* tensor) {
+    if (!tensor) return void(std::memset(shared, 0, bytes));
+    check_global(tensor, m.element_bytes, 0);
+    std::memcpy(shared, tensor, bytes);
+  });
   // Written through the async proxy: no generic write of these words is pending any more.
-  int64_t bytes = row_bytes * m.box_rows;
-  for (int64_t word = base / 4; word < (base + bytes) / 4; ++word) block.generic_writes[static_cast<size_t>(word)] = {};
+  for (int64_t word = base / 4; word < (base + box_bytes(m)) / 4; ++word)
+    block.generic_writes[static_cast<size_t>(word)] = {};
 }
 
 void land_copies(Mbarrier& b) {
@@ -114,7 +137,7 @@ void land_copies(Mbarrier& b) {
   b.in_flight.clear();
   for (const TmaCopy& c : copies) {
     land(c);
-    b.tx_count -= int64_t{c.map.box_columns} * c.map.element_bytes * c.map.box_rows;
+    b.tx_count -= box_bytes(c.map);
   }
   complete_phase_if_done(cta(), b);
 }
@@ -192,7 +215,7 @@ bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
 // The copy of one box into `block` at `offset`, completing on its mbarrier at `bar_offset`.
 void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMap& m, int32_t column, int32_t row,
                const char* op) {
-  int64_t bytes = int64_t{m.box_columns} * m.element_bytes * m.box_rows;
+  int64_t bytes = box_bytes(m);
   if (offset < 0 || offset + bytes > block.launch->shared_bytes)
     abort_thread(fmt::format("{} at shared offset {} ({} bytes){} is outside the CTA's {} bytes of shared memory", op,
                              offset, bytes, of_rank(block), block.launch->shared_bytes));
@@ -219,9 +242,7 @@ void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_
                     int64_t /*cache_hint*/, int32_t use_cta_mask, int32_t /*use_cache_hint*/, int32_t cta_group) {
   constexpr const char* op = "cp.async.bulk.tensor.2d";
   if (cta_group != 0) abort_thread(fmt::format("{}: .cta_group is not emulated (sm_100)", op));
-  EmuTensorMap m;
-  std::memcpy(&m, map, sizeof m);
-  if (m.magic != EmuTensorMap::kMagic) abort_thread(fmt::format("{}: the tensor map is not one the emulator encoded", op));
+  EmuTensorMap m = tensor_map(map, op);
   Cta* owner = cta_holding(to);
   if (!owner) abort_thread(fmt::format("{} to {}: the address is in no CTA of the cluster", op, to));
   int64_t offset = static_cast<std::byte*>(to) - owner->shared;
@@ -233,6 +254,48 @@ void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_
     abort_thread(fmt::format("{}.multicast::cluster with CTA mask {:#x}: the cluster has {} CTAs", op, mask, ctas.size()));
   for (uint32_t rank = 0; rank < ctas.size(); ++rank)
     if (mask >> rank & 1) issue_box(*ctas[rank], offset, bar_offset, m, column, row, op);
+}
+
+// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box at shared `from` to (column,
+// row) of the map's tensor, elements outside it left alone, in the thread's open bulk
+// async-group. It reads the shared box at the latest moment PTX allows, the wait that
+// completes its group; what a thread wrote there through the generic proxy it must have
+// fenced (fence.proxy.async) before the issue.
+void tensor_store_2d(const void* from, const void* map, int32_t column, int32_t row, int64_t /*cache_hint*/,
+                     int32_t /*use_cache_hint*/) {
+  constexpr const char* op = "cp.async.bulk.tensor.2d.global.shared::cta";
+  EmuTensorMap m = tensor_map(map, op);
+  int64_t offset = shared_offset(from, box_bytes(m), 128, op);
+  for (int64_t word = offset / 4; word < (offset + box_bytes(m)) / 4; ++word)
+    if (int writer = unfenced_generic_writer(cta(), word); writer >= 0)
+      abort_thread(fmt::format("{} reads shared offset {}, which thread {} wrote through the generic proxy without a "
+                               "fence.proxy.async since",
+                               op, word * 4, writer));
+  current().thread->open_stores.push_back({static_cast<const std::byte*>(from), m, column, row});
+}
+
+void bulk_commit_group() {
+  Thread& t = *current().thread;
+  t.committed_stores.push_back(std::move(t.open_stores));
+  t.open_stores.clear();
+}
+
+// cp.async.bulk.wait_group[.read] N: until at most the N most recent bulk async-groups are
+// pending; the older ones' stores read their boxes and write the tensor now.
+void bulk_wait_group(int32_t pending) {
+  Thread& t = *current().thread;
+  while (t.committed_stores.size() > static_cast<size_t>(std::max(pending, 0))) {
+    for (const TmaStore& store : t.committed_stores.front()) {
+      auto bytes = static_cast<size_t>(store.map.element_bytes);
+      for_each_box_element(cta(), store.from - cta().shared, store.map, store.column, store.row,
+                           [&](std::byte* shared, std::byte* tensor) {
+                             if (!tensor) return;
+                             check_global(tensor, store.map.element_bytes, codegen::kAccessWrite);
+                             std::memcpy(tensor, shared, bytes);
+                           });
+    }
+    t.committed_stores.pop_front();
+  }
 }
 
 }  // namespace
@@ -249,8 +312,16 @@ void add_tma_symbols(codegen::HostSymbols& out) {
         "llvm.nvvm.mbarrier.arrive.relaxed.scope.cluster.space.cluster"})
     add(arrive, reinterpret_cast<void*>(mbarrier_arrive_cluster));
   add("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_arrive_expect_tx));
-  add("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", reinterpret_cast<void*>(mbarrier_try_wait_parity));
+  // Acquire at CTA or cluster scope: the same where every access is seen at once.
+  for (const char* wait : {"llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta",
+                           "llvm.nvvm.mbarrier.try.wait.parity.scope.cluster.space.cta"})
+    add(wait, reinterpret_cast<void*>(mbarrier_try_wait_parity));
   add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));
+  add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d", reinterpret_cast<void*>(tensor_store_2d));
+  add("llvm.nvvm.cp.async.bulk.commit.group", reinterpret_cast<void*>(bulk_commit_group));
+  // The writes land with the reads: the wait for the reads is the wait for all.
+  add("llvm.nvvm.cp.async.bulk.wait.group.read", reinterpret_cast<void*>(bulk_wait_group));
+  add("llvm.nvvm.cp.async.bulk.wait.group", reinterpret_cast<void*>(bulk_wait_group));
 }
 
 }  // namespace tilejit::emu

@@ -24,6 +24,7 @@ struct TensorCoreCase {
   bool descriptors = false;   // A and B read through tensor descriptors (TMA on sm_90a); A not transposed
   bool warp_specialize = false;  // with descriptors: a producer warpgroup issues the copies (sm_90a)
   bool persistent = false;       // with descriptors: two programs loop over the output tiles
+  int cluster = 1;  // with descriptors, one tile per program: clusters of cluster x cluster CTAs
 };
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
@@ -34,7 +35,7 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
          std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "") +
          (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "") + (c.warp_specialize ? "_ws" : "") +
-         (c.persistent ? "_persistent" : "");
+         (c.persistent ? "_persistent" : "") + (c.cluster > 1 ? "_cluster" + std::to_string(c.cluster) : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -80,10 +81,13 @@ void run_tensor_core_desc_case(const TensorCoreCase& c, const Host& a, const Hos
   TensorDescriptor b_desc = c.b_transposed
                                 ? TensorDescriptor{b_tensor.data(), DB, {c.n, c.k}, c.k, {c.block_n, c.block_k}}
                                 : TensorDescriptor{b_tensor.data(), DB, {c.k, c.n}, c.n, {c.block_k, c.block_n}};
+  // Whole clusters: CTAs past the edges compute with their cluster and store nothing.
+  auto clusters = [&](uint32_t n) { return (n + uint32_t(c.cluster) - 1) / uint32_t(c.cluster) * uint32_t(c.cluster); };
   bind(kernel, {{"PRECISION", c.precision}, {"num_warps", c.warps}, {"num_stages", c.stages},
-                {"B_TRANSPOSED", c.b_transposed}, {"warp_specialize", c.warp_specialize}, {"PERSISTENT", c.persistent}})
-      .launch(device.default_stream(), c.persistent ? Dim3{2, 1, 1} : grid, a_desc, b_desc, out, int32_t(c.m),
-              int32_t(c.n), int32_t(c.k));
+                {"B_TRANSPOSED", c.b_transposed}, {"warp_specialize", c.warp_specialize}, {"PERSISTENT", c.persistent},
+                {"cluster_x", c.cluster}, {"cluster_y", c.cluster}})
+      .launch(device.default_stream(), c.persistent ? Dim3{2, 1, 1} : Dim3{clusters(grid.x), clusters(grid.y), 1},
+              a_desc, b_desc, out, int32_t(c.m), int32_t(c.n), int32_t(c.k));
 }
 
 template <DType DA, DType DB>

@@ -107,7 +107,15 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 200, 136, 456, 4, false, false, true, true, true},
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 130, 72, 160, 2, true, false, true, true, true},
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 64, 3, false, false, true, true, true},
-        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 200, 3, false, false, true, false, true}),
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 200, 3, false, false, true, false, true},
+        // Clusters of 2 x 2 CTAs with a producer: each multicasts its half of the A block to
+        // its partner along y and of the B block to its partner along x (the diagonal CTA
+        // shares neither), edge CTAs past M and N included; without a producer each CTA copies
+        // both blocks whole, in halves.
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 456, 4, false, false, true, true, false, 2},
+        TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 128, 4, 64, 200, 640, 3, true, false, true, true, false, 2},
+        TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 100, 72, 160, 2, true, false, true, true, false, 2},
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 200, 3, false, false, true, false, false, 2}),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

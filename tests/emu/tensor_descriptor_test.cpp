@@ -96,7 +96,8 @@ TEST(DescriptorTracing, ADescriptorCanOnlyBeLoadedFrom) {
   std::vector<ir::ArgFacts> facts(1);
   facts[0].block = {8, 8};
   std::string e = error_of([&] { k.trace(k.constants(), facts); });
-  EXPECT_NE(e.find("a tensor descriptor (desc<8x8xf32>) can only be read with desc_load"), std::string::npos) << e;
+  EXPECT_NE(e.find("a tensor descriptor (desc<8x8xf32>) can only be used by desc_load and desc_store"), std::string::npos)
+      << e;
 }
 
 }  // namespace

@@ -124,9 +124,6 @@ TEST_F(CudaCompileTest, WarmStartNeitherTracesNorCompiles) {
   EXPECT_EQ(second.report.cache_entries, first.report.cache_entries);
 }
 
-// Entries written by another tilejit or LLVM version are never read: a version change
-// traces and compiles again, and each version finds its own entries.
-
 // A kernel in clusters of two CTAs sharing a descriptor's blocks: what its launches need (the
 // cluster, the tensor map's box of half a block) comes back with a warm start's image.
 TEST_F(CudaCompileTest, AWarmStartKeepsTheClusterAndTheDescriptorBoxes) {
@@ -153,6 +150,9 @@ TEST_F(CudaCompileTest, AWarmStartKeepsTheClusterAndTheDescriptorBoxes) {
   EXPECT_EQ(second.report.cluster, first.report.cluster);
   EXPECT_EQ(second.report.descriptor_row_slices, first.report.descriptor_row_slices);
 }
+
+// Entries written by another tilejit or LLVM version are never read: a version change
+// traces and compiles again, and each version finds its own entries.
 TEST_F(CudaCompileTest, AnotherVersionNeverReadsTheseEntries) {
   Constants constants = add_one().constants();
   KernelRequest request{&add_one(), &constants, {}};

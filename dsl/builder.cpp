@@ -512,7 +512,8 @@ void desc_store(const Tile& desc, const std::vector<Operand>& offsets, const Til
   std::vector<ir::Value*> operands = descriptor_operands("desc_store", desc, offsets, loc);
   ir::Type wanted{desc.dtype(), false, desc.shape()};
   if (block.type() != wanted)
-    user_error("desc_store", loc, "the block must be the descriptor's ({}), got {}", wanted.str(), block.type().str());
+    user_error("desc_store", loc, "the block must be a {} (the descriptor's block), got {}", wanted.str(),
+               block.type().str());
   operands.push_back(block.value());
   append_op(OpKind::desc_store, std::move(operands), {}, loc);
 }

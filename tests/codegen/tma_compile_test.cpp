@@ -46,5 +46,32 @@ TEST(TmaCompile, Sm80ReadsDescriptorBlocksWithoutTma) {
   expect_ptxas_accepts(k, false);
 }
 
+// A block copied from one descriptor to another: in by TMA onto an mbarrier, out through the
+// scratch space by a TMA store in a bulk async-group; in clusters of two sharing the source's
+// blocks, in row slices. ptxas accepts both.
+TEST(TmaCompile, BlocksLeaveByTmaStoresOnSm90a) {
+  using namespace tilejit::dsl;
+  for (int64_t cluster : {1, 2}) {
+    SCOPED_TRACE(cluster);
+    dsl::Kernel kernel = define_kernel(
+        "desc_round_trip", {"src", "dst"}, {{"cluster_x", 1}},
+        [](const Constants& c, TensorDesc<DType::bf16> src, TensorDesc<DType::bf16> dst) {
+          Tile row = program_id(0) / c["cluster_x"] * 64;
+          desc_store(dst, {program_id(0) * 64, 0}, desc_load(src, {row, 0}, ClusterShared{0}) * 2.0);
+        });
+    std::vector<ir::ArgFacts> facts = kernel.aligned_facts();
+    facts[0].block = facts[1].block = {64, 128};  // 256-byte rows: two boxes a block
+    auto fn = kernel.trace(kernel.constants({{"cluster_x", cluster}}), facts);
+    CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+    EXPECT_EQ(count(k.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"),
+              size_t(2 * cluster));
+    EXPECT_EQ(count(k.ptx, "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"), 2u);
+    EXPECT_EQ(count(k.ptx, "cp.async.bulk.commit_group"), 1u);
+    EXPECT_EQ(count(k.ptx, "cp.async.bulk.wait_group.read"), 1u);
+    EXPECT_EQ(count(k.ptx, ".reqnctapercluster 2, 1, 1"), cluster == 2 ? 1u : 0u);
+    expect_ptxas_accepts(k, false);
+  }
+}
+
 }  // namespace
 }  // namespace tilejit::codegen

@@ -1,7 +1,8 @@
-// The check of desc_load's blocks (tests/emu/tensor_descriptor_test.cpp, and on a GPU
-// tests/gpu/tensor_descriptor_gpu_test.cpp): a kernel copies every block of a random strided
-// tensor, shifted so that blocks hang over every edge, out to plain memory; each element must
-// be the tensor's, bit for bit, or zero outside it.
+// The checks of desc_load's and desc_store's blocks (tests/emu/tensor_descriptor_test.cpp,
+// and on a GPU tests/gpu/tensor_descriptor_gpu_test.cpp): a kernel copies every block of a
+// random strided tensor, shifted so that blocks hang over every edge, out to plain memory;
+// each element must be the tensor's, bit for bit, or zero outside it. Another writes blocks
+// of plain memory into a tensor the same way: what lies outside the tensor is not written.
 #pragma once
 
 #include <cstdlib>
@@ -75,6 +76,59 @@ inline void check_descriptor_copy(const CopyCase& c, Device& device) {
       if (have != want && bad++ < 8)
         ADD_FAILURE() << case_name(c) << ": out (" << r << ", " << col << ") = " << std::hex << have << ", want " << want
                       << (inside ? "" : " (outside the tensor)");
+    }
+  }
+  EXPECT_EQ(bad, 0) << case_name(c);
+}
+
+// Writes block (i, j) of `blocks` (row-major, BLOCKS_COLS columns) to the block of `dst` at
+// (i, j), shifted by (ROW_SHIFT, COL_SHIFT) elements.
+template <DType D>
+dsl::Kernel block_store_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel("desc_block_store_" + name_of(D), {"dst", "blocks", "BLOCKS_COLS", "ROW_SHIFT", "COL_SHIFT"}, {},
+                       [](const Constants&, TensorDesc<D> dst, Ptr<D> blocks, Scalar<i32> blocks_cols,
+                          Scalar<i32> row_shift, Scalar<i32> col_shift) {
+                         int64_t bm = dst.shape()[0], bn = dst.shape()[1];
+                         Tile r0 = program_id(0) * bm, c0 = program_id(1) * bn;
+                         Tile rows = r0 + arange(0, bm), cols = c0 + arange(0, bn);
+                         Tile block = load(blocks + expand_dims(rows, 1) * blocks_cols + expand_dims(cols, 0));
+                         desc_store(dst, {r0 + row_shift, c0 + col_shift}, block);
+                       });
+}
+
+// desc_store's blocks into a tensor of random bits: each element the tensor has is the
+// block's that covers it, bit for bit; the row padding of a strided tensor and the elements
+// no block covers keep their bits.
+inline void check_descriptor_store(const CopyCase& c, Device& device) {
+  TJ_SEEDED_RNG(rng);
+  auto blocks = [](int64_t n, int64_t b) { return (n + b - 1) / b + 1; };
+  Dim3 grid{uint32_t(blocks(c.rows, c.block_rows)), uint32_t(blocks(c.cols, c.block_cols)), 1};
+  int64_t block_rows = grid.x * c.block_rows, block_cols = grid.y * c.block_cols;
+  Host source(c.dtype, size_t(block_rows * block_cols)), before(c.dtype, size_t(c.rows * c.row_stride));
+  for (size_t i = 0; i < source.size(); ++i) source.set_raw(i, rng.bits());
+  for (size_t i = 0; i < before.size(); ++i) before.set_raw(i, rng.bits());
+  Tensor dst = upload(before, {c.rows, c.row_stride}, device);
+  Tensor source_tensor = upload(source, {}, device);
+  dispatch(c.dtype, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    static JitKernel kernel(block_store_kernel<D>());
+    TensorDescriptor desc{dst.data(), D, {c.rows, c.cols}, c.row_stride, {c.block_rows, c.block_cols}};
+    bind(kernel).launch(device.default_stream(), grid, desc, source_tensor, int32_t(block_cols), c.row_shift,
+                        c.col_shift);
+  });
+
+  Host got = download(dst);
+  int bad = 0;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t col = 0; col < c.row_stride; ++col) {
+      int64_t br = r - c.row_shift, bc = col - c.col_shift;  // in `source`
+      bool written = col < c.cols && br >= 0 && br < block_rows && bc >= 0 && bc < block_cols;
+      uint64_t want = written ? source.raw(size_t(br * block_cols + bc)) : before.raw(size_t(r * c.row_stride + col));
+      uint64_t have = got.raw(size_t(r * c.row_stride + col));
+      if (have != want && bad++ < 8)
+        ADD_FAILURE() << case_name(c) << ": dst (" << r << ", " << col << ") = " << std::hex << have << ", want "
+                      << want << (written ? "" : " (no block writes it)");
     }
   }
   EXPECT_EQ(bad, 0) << case_name(c);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../error_message.h"
+#include "../ptx_dump.h"
 #include "descriptor_copy_check.h"
 
 namespace tjops {
@@ -21,6 +22,44 @@ TEST_P(DescriptorCopy, BlocksMatchTheTensorBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Emulator, DescriptorCopy, ::testing::ValuesIn(copy_cases()),
                          [](const auto& info) { return case_name(info.param); });
+
+class DescriptorStore : public ::testing::TestWithParam<CopyCase> {};
+
+TEST_P(DescriptorStore, BlocksLandInTheTensorBitForBit) {
+  const CopyCase& c = GetParam();
+  check_descriptor_store(c, Device::by_name(std::string("emu:") + c.arch));
+}
+
+INSTANTIATE_TEST_SUITE_P(Emulator, DescriptorStore, ::testing::ValuesIn(copy_cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
+// On sm_90 a block leaves by TMA, one bulk async-group waited for before the scratch space is
+// reused; elsewhere by plain stores.
+TEST(DescriptorStoreLowering, Sm90StoresByTma) {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by(
+        [&] { check_descriptor_store({DType::bf16, 16, 64, 45, 100, 104, 3, -5, arch}, Device::by_name(std::string("emu:") + arch)); });
+    ASSERT_EQ(ptx.size(), 1u);
+    bool tma = std::string(arch) == "sm_90a";
+    for (const char* wanted : {"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cp.async.bulk.commit_group",
+                               "cp.async.bulk.wait_group.read", "fence.proxy.async.shared::cta"})
+      EXPECT_EQ(ptx[0].find(wanted) != std::string::npos, tma) << wanted;
+  }
+}
+
+TEST(DescriptorTracing, AStoredBlockHasTheDescriptorsShapeAndDtype) {
+  using namespace tilejit::dsl;
+  dsl::Kernel k = define_kernel("desc_store_misuse", {"dst"}, {}, [](const Constants&, TensorDesc<DType::f32> dst) {
+    desc_store(dst, {0, 0}, zeros({8, 16}, DType::f32));
+  });
+  std::vector<ir::ArgFacts> facts(1);
+  facts[0].block = {8, 8};
+  std::string e = error_of([&] { k.trace(k.constants(), facts); });
+  EXPECT_NE(e.find("desc_store: the block must be a tile<8x8xf32> (the descriptor's block), got tile<8x16xf32>"),
+            std::string::npos)
+      << e;
+}
 
 // --- the launch API's checks ---------------------------------------------------------------
 

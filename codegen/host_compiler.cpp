@@ -224,8 +224,15 @@ void add_entry(llvm::Module& m, llvm::Function* kernel) {
   std::vector<llvm::Value*> args;
   for (llvm::Argument& param : kernel->args()) {
     llvm::Value* slot = b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, entry->getArg(0), param.getArgNo()));
-    // A by-value parameter (a tensor map) is passed as the address of its value.
-    args.push_back(param.hasByValAttr() ? slot : b.CreateLoad(param.getType(), slot, param.getName()));
+    if (!param.hasByValAttr()) {
+      args.push_back(b.CreateLoad(param.getType(), slot, param.getName()));
+      continue;
+    }
+    // A by-value parameter (a tensor map) is read where the launch holds it: the kernel gets
+    // its address, not a copy on the host stack (with three 64-byte-aligned by-value copies
+    // there, the kernel read the arguments after them at the wrong offsets).
+    param.removeAttr(llvm::Attribute::ByVal);
+    args.push_back(slot);
   }
   b.CreateCall(kernel, args);
   b.CreateRetVoid();

@@ -121,23 +121,19 @@ class Verifier {
         if (op.operands.size() > 2) expect(operand(2) == result(), op, "load other type");
         break;
       case OpKind::desc_load:
-        counts(op, 3, 3, 1);
+      case OpKind::desc_store: {
+        bool load = op.kind == OpKind::desc_load;
+        counts(op, load ? 3 : 4, load ? 3 : 4, load ? 1 : 0);
         expect(operand(0).descriptor && descriptor_block_problem(operand(0).dtype, operand(0).shape).empty(), op,
-               "desc_load descriptor type");
+               "descriptor type");
         expect(operand(1) == Type::scalar(DType::i32) && operand(2) == Type::scalar(DType::i32), op,
-               "desc_load offsets must be i32 scalars");
-        expect(result() == Type{operand(0).dtype, false, operand(0).shape}, op, "desc_load types");
+               "descriptor offsets must be i32 scalars");
+        Type block{operand(0).dtype, false, operand(0).shape};
+        expect(load ? result() == block : operand(3) == block, op, "descriptor block type");
         if (op.has_attr("cluster_axis"))
-          expect(op.attr_int("cluster_axis") >= 0 && op.attr_int("cluster_axis") <= 2, op, "desc_load cluster axis");
+          expect(load && op.attr_int("cluster_axis") >= 0 && op.attr_int("cluster_axis") <= 2, op, "cluster axis");
         break;
-      case OpKind::desc_store:
-        counts(op, 4, 4, 0);
-        expect(operand(0).descriptor && descriptor_block_problem(operand(0).dtype, operand(0).shape).empty(), op,
-               "desc_store descriptor type");
-        expect(operand(1) == Type::scalar(DType::i32) && operand(2) == Type::scalar(DType::i32), op,
-               "desc_store offsets must be i32 scalars");
-        expect(operand(3) == Type{operand(0).dtype, false, operand(0).shape}, op, "desc_store block type");
-        break;
+      }
       case OpKind::store:
         counts(op, 2, 3, 0);
         expect(operand(0).pointer && operand(1) == Type{operand(0).dtype, false, operand(0).shape}, op, "store types");

@@ -47,7 +47,8 @@ NamedArguments main_arguments(const GemmProblem& p, const GemmOperands& operands
     add_matrix_argument(args, "out", *workspace, workspace_strides(p));
     args.add("out_slice_stride", p.batch * p.m * p.n);
   } else {
-    add_matrix_argument(args, "out", *p.out, p.out_strides);
+    if (operands.out) args.add("out", *operands.out);
+    else add_matrix_argument(args, "out", *p.out, p.out_strides);
     add_epilogue_arguments(p, args);
   }
   add_sizes(args, p, true);
@@ -131,6 +132,10 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
           });
 
           Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)
+          if (in["out"].type().descriptor) {  // one matrix, clipped at its edges (gemm_operands.h)
+            desc_store(in["out"], {tile_m * bm, tile_n * bn}, apply_epilogue(f, in, acc, batch, rows, cols, in_bounds));
+            return;
+          }
           Tile out_ptrs = matrix_pointers(in, "out", batch, rows, cols);
           if (writes_workspace) {
             store(out_ptrs + cast(program_id(2), DType::i64) * in["out_slice_stride"], acc, in_bounds);

@@ -47,17 +47,27 @@ std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch,
   return d;
 }
 
+std::optional<TensorDescriptor> describe_output(const GemmProblem& p, const GemmConfig& c, const DeviceInfo& device) {
+  if (device.cc_major < 9 || c.split_k > 1 || p.batch > 1 || !p.out || p.out_strides.col != 1) return std::nullopt;
+  TensorDescriptor d{p.out->data(), p.features.out, {p.m, p.n}, p.out_strides.row, {c.block_m, c.block_n}};
+  if (!d.problem().empty()) return std::nullopt;
+  return d;
+}
+
 }  // namespace
 
-const char* GemmOperands::key() const {
-  static constexpr const char* kKeys[2][2] = {{"aptrbptr", "aptrbtma"}, {"atmabptr", "atmabtma"}};
-  return kKeys[a.has_value()][b.has_value()];
+std::string GemmOperands::key() const {
+  return std::string(a ? "atma" : "aptr") + (b ? "btma" : "bptr") + (out ? "otma" : "");
 }
 
 GemmOperands gemm_operands(const GemmProblem& p, const GemmConfig& config, const DeviceInfo& device) {
+  GemmOperands operands;
+  operands.out = describe_output(p, config, device);
   // The tiles must be staged in a pipeline, by sm_90a's lowering: its wgmma reads them where TMA left them.
-  if (device.cc_major != 9 || config.num_stages < 2) return {};
-  return {describe(stored_a(p, config), p.batch, config.block_k), describe(stored_b(p, config), p.batch, config.block_k)};
+  if (device.cc_major != 9 || config.num_stages < 2) return operands;
+  operands.a = describe(stored_a(p, config), p.batch, config.block_k);
+  operands.b = describe(stored_b(p, config), p.batch, config.block_k);
+  return operands;
 }
 
 }  // namespace tilejit::ops::gemm_detail

@@ -7,6 +7,11 @@
 //
 // A descriptor is rank 2, so a batched operand gets one only when its batches lie one after the
 // other (stacked as the descriptor's rows) or are one shared matrix.
+//
+// The output, where the main kernel writes it (not split-K's slices), leaves through a
+// descriptor on sm_90 and newer when its memory allows one and it is one matrix (stacked
+// batches would let a batch's last tile rows spill into the next): each tile goes to shared
+// memory, and TMA stores it, clipped at the matrix's edges.
 #pragma once
 
 #include <optional>
@@ -25,8 +30,9 @@ struct OperandDescriptor {
 
 struct GemmOperands {
   std::optional<OperandDescriptor> a, b;  // absent: read through the pointer and strides
+  std::optional<TensorDescriptor> out;    // in blocks of one output tile; absent: written through its pointer
 
-  const char* key() const;  // names which operands are descriptors (their kernel parameters differ)
+  std::string key() const;  // names which operands are descriptors (their kernel parameters differ)
 };
 
 // The operands of `p` as the main kernel tiled by `config` reads them on `device`.

@@ -116,6 +116,29 @@ TEST(GemmDescriptors, EveryLayoutThatQualifiesAndEveryFallback) {
   }
 }
 
+// The output leaves through a descriptor (TMA stores on sm_90) when the main kernel writes
+// it, it is one matrix and its rows suit TMA; otherwise through its pointer. The numerics of
+// both ways are every sm_90a gemm test's.
+TEST(GemmDescriptors, TheOutputLeavesThroughADescriptorWhereItCan) {
+  auto output = [](const char* arch, int64_t batch, int64_t n, int64_t split_k) {
+    Device& device = Device::by_name(std::string("emu:") + arch);
+    Tensor a = Tensor::empty(device, DType::bf16, {batch, 104, 64}), b = Tensor::empty(device, DType::bf16, {batch, 64, n});
+    gd::GemmProblem p = gd::check_gemm(a, b, {}, nullptr);
+    gd::set_output(p, Tensor::empty(device, p.features.out, p.out_shape));
+    gd::GemmConfig config = gd::call_config(p, device);
+    config.split_k = split_k;
+    return gd::gemm_operands(p, config, device.info()).out;
+  };
+  std::optional<TensorDescriptor> out = output("sm_90a", 1, 72, 1);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->shape, (std::array<int64_t, 2>{104, 72}));
+  EXPECT_EQ(out->problem(), "");
+  EXPECT_FALSE(output("sm_90a", 2, 72, 1)) << "batches: a tile's rows past M would land in the next batch";
+  EXPECT_FALSE(output("sm_90a", 1, 72, 2)) << "split-K: the main kernel writes slices";
+  EXPECT_FALSE(output("sm_90a", 1, 45, 1)) << "rows 90 bytes apart";
+  EXPECT_FALSE(output("sm_80", 1, 72, 1)) << "no TMA";
+}
+
 TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
   Device& device = Device::by_name("emu:sm_90a");
   Tensor wide = Tensor::empty(device, DType::bf16, {2, 64, 72});
@@ -132,8 +155,8 @@ TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
 
 // The kernels gemm builds with an H100's default configs (132 multiprocessors, 227 KiB of
 // shared memory per block) at the sizes its benchmarks run: 128 x 256 tiles in a 4-stage
-// pipeline, which ptxas accepts for sm_90a without spills; both operands come through TMA
-// and the products through wgmma. The same with a producer warpgroup (warp_specialize): one
+// pipeline, which ptxas accepts for sm_90a without spills; both operands come through TMA,
+// the products through wgmma, and the output leaves by TMA. The same with a producer warpgroup (warp_specialize): one
 // more warpgroup in the launch, registers moved to the consumers, their barriers named; and
 // persistent, with and without it (the ring position carried from tile to tile in registers,
 // not local memory); and with a producer in clusters of two CTAs multicasting B.
@@ -198,7 +221,8 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       EXPECT_LE(report.shared_bytes, h100.shared_per_block_optin);
       EXPECT_EQ(report.num_threads, 32 * (config.num_warps + (specialized ? 4 : 0)));
       ASSERT_EQ(ptx.size(), 1u);
-      EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
+      EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d.shared::cluster.global"), std::string::npos);
+      EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d.global.shared::cta"), std::string::npos);  // the output
       EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
       EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
       EXPECT_EQ(ptx[0].find(".local"), std::string::npos);

@@ -228,9 +228,9 @@ void add_entry(llvm::Module& m, llvm::Function* kernel) {
       args.push_back(b.CreateLoad(param.getType(), slot, param.getName()));
       continue;
     }
-    // A by-value parameter (a tensor map) is read where the launch holds it: the kernel gets
-    // its address, not a copy on the host stack (with three 64-byte-aligned by-value copies
-    // there, the kernel read the arguments after them at the wrong offsets).
+    // A by-value parameter (a tensor map) is read where the launch holds it: the call passes
+    // its address, so the kernel must not expect a by-value copy on the host stack (with three
+    // such parameters it read the arguments after them at the wrong offsets).
     param.removeAttr(llvm::Attribute::ByVal);
     args.push_back(slot);
   }

@@ -1,7 +1,8 @@
 // Internal to codegen/lowering: a dot operand tile in shared memory as a swizzled row-major
 // tile (codegen/shared_layout.h), written by the threads that hold it or by asynchronous
 // copies (codegen/lowering/loop_pipeline.cpp), and read with ldmatrix in the fragments of
-// the mma.sync instruction. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N)
+// the mma.sync instruction. The same layout is a TMA box's (codegen/tma_box.h): desc_load
+// reads blocks from it, desc_store stages blocks in it. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N)
 // or transposed as (N, K).
 #pragma once
 

@@ -44,6 +44,7 @@ NamedArguments main_arguments(const GemmProblem& p, const GemmOperands& operands
   add_operand(args, "a", *p.a, p.a_strides, operands.a);
   add_operand(args, "b", *p.b, p.b_strides, operands.b);
   if (workspace) {
+    TJ_CHECK(!operands.out);  // the slices are not the output (gemm_operands.h)
     add_matrix_argument(args, "out", *workspace, workspace_strides(p));
     args.add("out_slice_stride", p.batch * p.m * p.n);
   } else {

@@ -47,6 +47,7 @@ std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch,
   return d;
 }
 
+// TMA stores need sm_90's TMA only, not the wgmma lowering the operands' descriptors serve.
 std::optional<TensorDescriptor> describe_output(const GemmProblem& p, const GemmConfig& c, const DeviceInfo& device) {
   if (device.cc_major < 9 || c.split_k > 1 || p.batch > 1 || !p.out || p.out_strides.col != 1) return std::nullopt;
   TensorDescriptor d{p.out->data(), p.features.out, {p.m, p.n}, p.out_strides.row, {c.block_m, c.block_n}};

@@ -70,12 +70,15 @@ struct EmuTensorMap {
   int32_t element_bytes = 0, box_columns = 0, box_rows = 0, swizzle_bytes = 0;
 };
 
-// One cp.async.bulk.tensor from shared memory to global memory in flight: the box at `from`
-// goes to (column, row) of the map's tensor when a wait of its bulk async-group reads it.
+// One cp.async.bulk.tensor from shared memory to global memory in flight: the box at `from`,
+// read by a wait of its bulk async-group (into `box`), goes to (column, row) of the map's
+// tensor when a wait completes the group.
 struct TmaStore {
   const std::byte* from = nullptr;
   EmuTensorMap map;
   int32_t column = 0, row = 0;
+  bool read = false;
+  std::vector<std::byte> box;  // the shared bytes, once read
 };
 
 struct Thread {
@@ -166,6 +169,7 @@ struct Cta {
   std::vector<ProxyShadow> generic_writes;  // one per 4 bytes of shared memory
   uint32_t proxy_clock = 1;
   std::unordered_map<int64_t, Mbarrier> mbarriers;  // by offset in the shared block
+  int unread_stores = 0;  // TMA stores of its threads whose shared boxes no wait has read yet
   std::string error;               // the first error; the CTA stops when it is set
   void* scheduler_context = nullptr;
 };
@@ -222,5 +226,10 @@ inline int unfenced_generic_writer(const Cta& cta, int64_t word) {
 // Records `message` (prefixed with kernel, block and thread) as the CTA's error and leaves
 // the thread for good: the scheduler never resumes it.
 [[noreturn]] void abort_thread(std::string message);
+// A generic write of shared [offset, offset + bytes) of `cta`: reported when a TMA store
+// still has to read it (runtime/emu/tma_ops.cpp).
+void check_unread_store_sources(Cta& cta, int64_t offset, int64_t bytes);
+// At a thread's exit: its TMA stores land (a thread must not exit before they read their boxes).
+void finish_tma_stores(Thread& thread);
 
 }  // namespace tilejit::emu

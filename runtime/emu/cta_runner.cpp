@@ -35,10 +35,7 @@ void fiber_main(fc::transfer_t from) {
   cta.scheduler_context = from.fctx;
   Thread& self = *static_cast<Thread*>(from.data);
   cta.launch->entry(cta.launch->args);
-  if (size_t stores = self.open_stores.size() + self.committed_stores.size(); stores > 0)
-    abort_thread(fmt::format("the thread exits with TMA stores (cp.async.bulk.tensor to global memory) in {} bulk "
-                             "async-groups it did not wait for: they may read its CTA's shared memory after it is gone",
-                             self.committed_stores.size() + !self.open_stores.empty()));
+  finish_tma_stores(self);
   self.state = ThreadState::exited;
   // The cluster barrier waits for the threads that have not exited only.
   Cluster& cluster = *cta.cluster;

@@ -80,9 +80,11 @@ void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
   if (misaligned(address, bytes))
     abort_thread(fmt::format("misaligned {}-byte shared {} at offset {}", bytes, access_name(flags), offset));
   if (cta.launch->racecheck && !(flags & codegen::kAccessAtomic)) check_race(cta, offset, bytes, flags);
-  if (flags & codegen::kAccessWrite)
+  if (flags & codegen::kAccessWrite) {
+    if (cta.unread_stores > 0) check_unread_store_sources(cta, offset, bytes);
     for (int64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word)
       cta.generic_writes[static_cast<size_t>(word)] = {cta.proxy_clock, current().thread->tid};
+  }
 }
 
 Cta* cta_holding(const void* p) {

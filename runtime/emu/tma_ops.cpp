@@ -259,8 +259,9 @@ void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box at shared `from` to (column,
 // row) of the map's tensor, elements outside it left alone, in the thread's open bulk
 // async-group. It reads the shared box at the latest moment PTX allows, the wait that
-// completes its group; what a thread wrote there through the generic proxy it must have
-// fenced (fence.proxy.async) before the issue.
+// completes its group's reads, and writes the tensor at the wait that completes the group (or
+// when the thread exits); what a thread wrote there through the generic proxy it must have
+// fenced (fence.proxy.async) before the issue, and nobody writes it before the read.
 void tensor_store_2d(const void* from, const void* map, int32_t column, int32_t row, int64_t /*cache_hint*/,
                      int32_t /*use_cache_hint*/) {
   constexpr const char* op = "cp.async.bulk.tensor.2d.global.shared::cta";
@@ -271,7 +272,8 @@ void tensor_store_2d(const void* from, const void* map, int32_t column, int32_t 
       abort_thread(fmt::format("{} reads shared offset {}, which thread {} wrote through the generic proxy without a "
                                "fence.proxy.async since",
                                op, word * 4, writer));
-  current().thread->open_stores.push_back({static_cast<const std::byte*>(from), m, column, row});
+  current().thread->open_stores.push_back({static_cast<const std::byte*>(from), m, column, row, false, {}});
+  ++cta().unread_stores;
 }
 
 void bulk_commit_group() {
@@ -280,25 +282,70 @@ void bulk_commit_group() {
   t.open_stores.clear();
 }
 
-// cp.async.bulk.wait_group[.read] N: until at most the N most recent bulk async-groups are
-// pending; the older ones' stores read their boxes and write the tensor now.
+void read_box(TmaStore& store) {
+  if (store.read) return;
+  store.box.assign(store.from, store.from + box_bytes(store.map));
+  store.read = true;
+  --cta().unread_stores;
+}
+
+void write_box(const TmaStore& store) {
+  auto bytes = static_cast<size_t>(store.map.element_bytes);
+  int64_t base = store.from - cta().shared;
+  for_each_box_element(cta(), base, store.map, store.column, store.row, [&](std::byte* shared, std::byte* tensor) {
+    if (!tensor) return;
+    check_global(tensor, store.map.element_bytes, codegen::kAccessWrite);
+    std::memcpy(tensor, store.box.data() + (shared - (cta().shared + base)), bytes);
+  });
+}
+
+// cp.async.bulk.wait_group.read N: until at most the N most recent bulk async-groups have not
+// read their boxes.
+void bulk_wait_group_read(int32_t pending) {
+  Thread& t = *current().thread;
+  size_t done = t.committed_stores.size() - std::min(t.committed_stores.size(), static_cast<size_t>(std::max(pending, 0)));
+  for (size_t g = 0; g < done; ++g)
+    for (TmaStore& store : t.committed_stores[g]) read_box(store);
+}
+
+// cp.async.bulk.wait_group N: until at most the N most recent bulk async-groups are pending.
 void bulk_wait_group(int32_t pending) {
   Thread& t = *current().thread;
+  bulk_wait_group_read(pending);
   while (t.committed_stores.size() > static_cast<size_t>(std::max(pending, 0))) {
-    for (const TmaStore& store : t.committed_stores.front()) {
-      auto bytes = static_cast<size_t>(store.map.element_bytes);
-      for_each_box_element(cta(), store.from - cta().shared, store.map, store.column, store.row,
-                           [&](std::byte* shared, std::byte* tensor) {
-                             if (!tensor) return;
-                             check_global(tensor, store.map.element_bytes, codegen::kAccessWrite);
-                             std::memcpy(tensor, shared, bytes);
-                           });
-    }
+    for (const TmaStore& store : t.committed_stores.front()) write_box(store);
     t.committed_stores.pop_front();
   }
 }
 
 }  // namespace
+
+void check_unread_store_sources(Cta& block, int64_t offset, int64_t bytes) {
+  auto overlaps = [&](const TmaStore& s) {
+    int64_t from = s.from - block.shared;
+    return !s.read && offset < from + box_bytes(s.map) && from < offset + bytes;
+  };
+  for (const Thread& t : block.threads) {
+    bool hit = std::any_of(t.open_stores.begin(), t.open_stores.end(), overlaps);
+    for (const auto& group : t.committed_stores) hit = hit || std::any_of(group.begin(), group.end(), overlaps);
+    if (hit)
+      abort_thread(fmt::format("shared memory write at offset {} into the box of a TMA store of thread {} that no "
+                               "cp.async.bulk.wait_group.read has read yet",
+                               offset, t.tid));
+  }
+}
+
+void finish_tma_stores(Thread& thread) {
+  size_t unread = thread.open_stores.size();
+  for (const auto& group : thread.committed_stores)
+    unread += static_cast<size_t>(std::count_if(group.begin(), group.end(), [](const TmaStore& s) { return !s.read; }));
+  if (unread > 0)
+    abort_thread(fmt::format("the thread exits with {} TMA stores (cp.async.bulk.tensor to global memory) whose "
+                             "shared boxes no cp.async.bulk.wait_group.read has read: its CTA's shared memory may be "
+                             "gone before they do",
+                             unread));
+  bulk_wait_group(0);
+}
 
 void add_tma_symbols(codegen::HostSymbols& out) {
   auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };
@@ -319,8 +366,7 @@ void add_tma_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));
   add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d", reinterpret_cast<void*>(tensor_store_2d));
   add("llvm.nvvm.cp.async.bulk.commit.group", reinterpret_cast<void*>(bulk_commit_group));
-  // The writes land with the reads: the wait for the reads is the wait for all.
-  add("llvm.nvvm.cp.async.bulk.wait.group.read", reinterpret_cast<void*>(bulk_wait_group));
+  add("llvm.nvvm.cp.async.bulk.wait.group.read", reinterpret_cast<void*>(bulk_wait_group_read));
   add("llvm.nvvm.cp.async.bulk.wait.group", reinterpret_cast<void*>(bulk_wait_group));
 }
 

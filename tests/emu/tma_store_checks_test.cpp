@@ -1,8 +1,9 @@
 // The emulator's TMA stores (cp.async.bulk.tensor from shared to global memory, bulk
 // async-groups) on a hand-written kernel (LLVM IR): 64 threads write a 16 x 4 i32 box to
-// shared memory, thread 0 stores it to a tensor by TMA and waits for the group. Each rule is
-// planted broken on purpose: no fence.proxy.async between the threads' writes and the copy,
-// no wait before the thread exits, and the box overwritten between the copy and its wait.
+// shared memory, thread 0 stores it to a tensor by TMA and waits until the copy has read the
+// box; the tensor is written by the thread's exit. Each rule is planted broken on purpose: no
+// fence.proxy.async between the threads' writes and the copy, no wait before the thread
+// exits, the box overwritten before the copy read it. Overwritten after, it is free.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +24,7 @@ struct Planted {
   bool fence = true;            // fence.proxy.async after the threads' writes
   bool wait = true;             // cp.async.bulk.wait_group.read 0 before thread 0 exits
   bool overwrite_early = false;  // thread 0 writes word 0 again between the copy and the wait
+  bool overwrite_late = false;   // and after the wait
 };
 
 // Thread t writes 5 t + 2 to word t of the box at shared offset 0; returns the tensor.
@@ -51,7 +53,8 @@ copy:
   call void @llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d(ptr addrspace(3) @smem, ptr %map, i32 0, i32 0, i64 0, i1 false)
   call void @llvm.nvvm.cp.async.bulk.commit.group()
 )" + std::string(p.overwrite_early ? "  store i32 -1, ptr addrspace(3) @smem\n" : "") +
-                   std::string(p.wait ? "  call void @llvm.nvvm.cp.async.bulk.wait.group.read(i32 0)\n" : "") + R"(
+                   std::string(p.wait ? "  call void @llvm.nvvm.cp.async.bulk.wait.group.read(i32 0)\n" : "") +
+                   std::string(p.overwrite_late ? "  store i32 -1, ptr addrspace(3) @smem\n" : "") + R"(
   br label %done
 done:
   ret void
@@ -79,16 +82,21 @@ TEST(TmaStoreChecks, WritesTheCopyReadsNeedAProxyFence) {
                         "through the generic proxy without a fence.proxy.async since"));
 }
 
-TEST(TmaStoreChecks, AThreadWaitsForItsStoresBeforeItExits) {
+TEST(TmaStoreChecks, AThreadWaitsForItsStoresReadsBeforeItExits) {
   EXPECT_THAT(error_of([] { run({.wait = false}); }),
-              HasSubstr("the thread exits with TMA stores (cp.async.bulk.tensor to global memory) in 1 bulk "
-                        "async-groups it did not wait for"));
+              HasSubstr("the thread exits with 1 TMA stores (cp.async.bulk.tensor to global memory) whose shared "
+                        "boxes no cp.async.bulk.wait_group.read has read"));
 }
 
-// The copy reads the box at the wait, the latest moment PTX allows: a write before it shows.
-TEST(TmaStoreChecks, TheBoxIsReadWhenItsGroupIsWaitedFor) {
-  std::vector<int32_t> got = run({.overwrite_early = true});
-  EXPECT_EQ(got[0], -1);
+TEST(TmaStoreChecks, TheBoxIsNotWrittenBeforeTheCopyReadIt) {
+  EXPECT_THAT(error_of([] { run({.overwrite_early = true}); }),
+              HasSubstr("shared memory write at offset 0 into the box of a TMA store of thread 0 that no "
+                        "cp.async.bulk.wait_group.read has read yet"));
+}
+
+TEST(TmaStoreChecks, AfterTheReadTheBoxIsFree) {
+  std::vector<int32_t> got = run({.overwrite_late = true});
+  EXPECT_EQ(got[0], 2);
   EXPECT_EQ(got[1], 7);
 }
 

@@ -1,4 +1,4 @@
-// Tensor descriptors on a GPU: the emulator's block-copy cases and the descriptor GEMM cases,
+// Tensor descriptors on a GPU: the emulator's block-copy and block-store cases and the descriptor GEMM cases,
 // on the GPU's own lowering (TMA and mbarriers on sm_90, global loads before). Each test
 // skips, saying why, when there is no GPU.
 #include <gtest/gtest.h>
@@ -19,6 +19,14 @@ TEST(DescriptorsOnGpu, BlocksMatchTheTensorBitForBit) {
   for (const CopyCase& c : copy_cases({"cuda"})) {
     SCOPED_TRACE(case_name(c));
     check_descriptor_copy(c, Device::cuda(0));
+  }
+}
+
+TEST(DescriptorsOnGpu, StoredBlocksLandInTheTensorBitForBit) {
+  REQUIRE_GPU();
+  for (const CopyCase& c : copy_cases({"cuda"})) {
+    SCOPED_TRACE(case_name(c));
+    check_descriptor_store(c, Device::cuda(0));
   }
 }
 

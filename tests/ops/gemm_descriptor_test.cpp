@@ -200,7 +200,7 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
     };
     // Persistent with a producer, the epilogue's scratch cannot reuse the rings (the producer
     // fills them with the next tile's operands meanwhile): 3 stages leave room for it, 2 for
-    // int8, whose i32 output tile takes 128 KiB to convert.
+    // int8, whose i32 output tile takes 128 KiB to stage for its TMA store.
     int64_t stages_beside_epilogue = s.a == DType::i8 ? 2 : 3;
     for (const Variant& v : {Variant{false, 8, ""}, Variant{true, 8, "232"}, Variant{true, 16, "104"},
                              Variant{false, 8, "", true}, Variant{true, 8, "232", true, stages_beside_epilogue},

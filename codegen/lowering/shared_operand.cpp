@@ -1,5 +1,7 @@
 #include "codegen/lowering/shared_operand.h"
 
+#include <algorithm>
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -50,10 +52,57 @@ std::vector<llvm::Value*> SharedOperand::load(const LinearLayout& layout, llvm::
   return values;
 }
 
+namespace {
+
+// A basis that moves a whole 8 x 8 block: both components multiples of 8, not both zero.
+bool moves_whole_blocks(const Coord& c) { return c[0] % 8 == 0 && c[1] % 8 == 0 && (c[0] != 0 || c[1] != 0); }
+
+}  // namespace
+
+// The fragments stmatrix stores (sm_90; the accumulators of mma.sync and wgmma cast to 16
+// bits): lane l holds the elements at row l/4, columns 2(l%4) and 2(l%4)+1 of an 8 x 8
+// block in registers 2i and 2i+1; every other register and warp bit moves whole blocks.
+bool SharedOperand::holds_stmatrix_fragments(const LinearLayout& l) const {
+  if (L_.target.compute_capability < 90 || element_bytes_ != 2 || l.rank() != 2 || l.reg.size() < 3) return false;
+  if (l.reg[0] != Coord{0, 1} || l.lane != std::vector<Coord>{{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}) return false;
+  return std::all_of(l.reg.begin() + 1, l.reg.end(), moves_whole_blocks) &&
+         std::all_of(l.warp.begin(), l.warp.end(), moves_whole_blocks);
+}
+
+// stmatrix.x4 per 8 registers: word j of lane l holds registers 2j, 2j+1 (block j), and lanes
+// 8j..8j+7 give the addresses of block j's rows. A lane's own coordinates of register 2j less
+// its lane's part (row l/4 % 8, column 2(l%4)) are block j's origin for its warp.
+void SharedOperand::store_by_stmatrix(const Regs& regs) {
+  auto& b = L_.b;
+  llvm::Value* lane = L_.lane_id();
+  llvm::Value* block = b.CreateLShr(lane, L_.const_i32(3));
+  llvm::Value* row_in_block = b.CreateSub(b.CreateAnd(lane, L_.const_i32(7)), b.CreateAnd(b.CreateLShr(lane, L_.const_i32(2)), L_.const_i32(7)));
+  llvm::Value* col_of_lane = b.CreateMul(b.CreateAnd(lane, L_.const_i32(3)), L_.const_i32(2));
+  auto* pair = llvm::FixedVectorType::get(regs.values[0]->getType(), 2);
+  for (int r0 = 0; r0 < regs.layout.num_regs(); r0 += 8) {
+    llvm::Value *row = nullptr, *col = nullptr;
+    std::vector<llvm::Value*> args{nullptr};
+    for (int j = 0; j < 4; ++j) {
+      std::vector<llvm::Value*> c = L_.coords(regs.layout, r0 + 2 * j);
+      llvm::Value* mine = b.CreateICmpEQ(block, L_.const_i32(j));
+      row = row ? b.CreateSelect(mine, c[0], row) : c[0];
+      col = col ? b.CreateSelect(mine, c[1], col) : c[1];
+      llvm::Value* word = llvm::PoisonValue::get(pair);
+      for (int i = 0; i < 2; ++i)
+        word = b.CreateInsertElement(word, regs.values[static_cast<size_t>(r0 + 2 * j + i)], b.getInt32(static_cast<uint32_t>(i)));
+      args.push_back(b.CreateBitCast(word, b.getInt32Ty()));
+    }
+    llvm::Value* origin_col = b.CreateSub(col, col_of_lane);
+    args[0] = address(b.CreateAdd(row, row_in_block), b.CreateMul(origin_col, L_.const_i32(element_bytes_)));
+    L_.call_intrinsic(llvm::Intrinsic::nvvm_stmatrix_sync_aligned_m8n8_x4_b16, {args[0]->getType()}, args);
+  }
+}
+
 void SharedOperand::store(const ir::Value* v) {
   auto& b = L_.b;
   const Regs& regs = L_.home(v);
   const LinearLayout& layout = regs.layout;
+  if (holds_stmatrix_fragments(layout)) return store_by_stmatrix(regs);
   int vec = row_vector(layout);
   std::vector<bool> duplicate = layout.duplicate_registers();
   llvm::Type* elem = regs.values[0]->getType();

@@ -25,8 +25,9 @@ class SharedOperand {
   int64_t bytes() const { return tile_.bytes(); }
   static int64_t bytes_of(const ir::Type& type);
 
-  // Every thread writes the elements of `v` it holds; runs of registers that are consecutive
-  // along the row (a thread's vector) go out as one store of up to 16 bytes.
+  // Every thread writes the elements of `v` it holds: with stmatrix where they are its
+  // fragments, else runs of registers that are consecutive along the row (a thread's vector)
+  // as one store of up to 16 bytes.
   void store(const ir::Value* v);
   // The elements every thread holds in `layout` (of the tile's shape), as `elem` registers.
   std::vector<llvm::Value*> load(const LinearLayout& layout, llvm::Type* elem);
@@ -51,6 +52,8 @@ class SharedOperand {
  private:
   // How many consecutive registers of `layout` hold consecutive elements of a row, up to 16 bytes.
   int row_vector(const LinearLayout& layout) const;
+  bool holds_stmatrix_fragments(const LinearLayout& layout) const;
+  void store_by_stmatrix(const Regs& regs);
   // The first M row of the calling warp's 16-row block of instruction row rep_m.
   llvm::Value* m_block_row(const MmaTiling& t, int rep_m);
   // The 8-column N block whose rows or columns the calling lane addresses for instruction

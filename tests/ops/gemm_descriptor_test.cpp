@@ -223,6 +223,9 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
       ASSERT_EQ(ptx.size(), 1u);
       EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d.shared::cluster.global"), std::string::npos);
       EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d.global.shared::cta"), std::string::npos);  // the output
+      // A 16-bit output tile goes to shared memory by stmatrix.
+      bool half_output = dtype_storage_bytes(p.features.out) == 2;
+      EXPECT_EQ(ptx[0].find("stmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos, half_output);
       EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
       EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos);
       EXPECT_EQ(ptx[0].find(".local"), std::string::npos);

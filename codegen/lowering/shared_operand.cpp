@@ -61,12 +61,15 @@ bool moves_whole_blocks(const Coord& c) { return c[0] % 8 == 0 && c[1] % 8 == 0 
 
 // The fragments stmatrix stores (sm_90; the accumulators of mma.sync and wgmma cast to 16
 // bits): lane l holds the elements at row l/4, columns 2(l%4) and 2(l%4)+1 of an 8 x 8
-// block in registers 2i and 2i+1; every other register and warp bit moves whole blocks.
+// block in registers 2i and 2i+1; every other register and warp bit moves whole blocks, and
+// no register repeats another's (stmatrix would write its rows twice).
 bool SharedOperand::holds_stmatrix_fragments(const LinearLayout& l) const {
   if (L_.target.compute_capability < 90 || element_bytes_ != 2 || l.rank() != 2 || l.reg.size() < 3) return false;
   if (l.reg[0] != Coord{0, 1} || l.lane != std::vector<Coord>{{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}) return false;
+  std::vector<bool> duplicate = l.duplicate_registers();
   return std::all_of(l.reg.begin() + 1, l.reg.end(), moves_whole_blocks) &&
-         std::all_of(l.warp.begin(), l.warp.end(), moves_whole_blocks);
+         std::all_of(l.warp.begin(), l.warp.end(), moves_whole_blocks) &&
+         std::none_of(duplicate.begin(), duplicate.end(), [](bool d) { return d; });
 }
 
 // stmatrix.x4 per 8 registers: word j of lane l holds registers 2j, 2j+1 (block j), and lanes

@@ -1,9 +1,9 @@
 // Internal to codegen/lowering: a dot operand tile in shared memory as a swizzled row-major
-// tile (codegen/shared_layout.h), written by the threads that hold it or by asynchronous
-// copies (codegen/lowering/loop_pipeline.cpp), and read with ldmatrix in the fragments of
-// the mma.sync instruction. The same layout is a TMA box's (codegen/tma_box.h): desc_load
-// reads blocks from it, desc_store stages blocks in it. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N)
-// or transposed as (N, K).
+// tile (codegen/shared_layout.h), written by the threads that hold it (with stmatrix where
+// they hold its fragments) or by asynchronous copies (codegen/lowering/loop_pipeline.cpp),
+// and read with ldmatrix in the fragments of the mma.sync instruction. The same layout is a
+// TMA box's (codegen/tma_box.h): desc_load reads blocks from it, desc_store stages blocks in
+// it. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N) or transposed as (N, K).
 #pragma once
 
 #include <vector>
@@ -27,7 +27,8 @@ class SharedOperand {
 
   // Every thread writes the elements of `v` it holds: with stmatrix where they are its
   // fragments, else runs of registers that are consecutive along the row (a thread's vector)
-  // as one store of up to 16 bytes.
+  // as one store of up to 16 bytes. Called by every thread (every consumer warp), converged:
+  // stmatrix is a warp's instruction.
   void store(const ir::Value* v);
   // The elements every thread holds in `layout` (of the tile's shape), as `elem` registers.
   std::vector<llvm::Value*> load(const LinearLayout& layout, llvm::Type* elem);

@@ -1,5 +1,5 @@
 // Internal to the emulator: how the lanes of a warp meet for a warp-collective instruction
-// (shfl / vote / match, mma.sync, ldmatrix). Each lane deposits its inputs in the warp's
+// (shfl / vote / match, mma.sync, ldmatrix / stmatrix, bar.warp.sync). Each lane deposits its inputs in the warp's
 // exchange, then waits; the last lane of the member mask to arrive computes every lane's
 // results and wakes the others, which then read theirs.
 #pragma once

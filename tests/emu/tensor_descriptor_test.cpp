@@ -48,6 +48,52 @@ TEST(DescriptorStoreLowering, Sm90StoresByTma) {
   }
 }
 
+// A dot's accumulator stored as bf16 (sm_90a): with mma.sync's fragments (32 rows) or wgmma's
+// (64 rows, several warps and N blocks), the block goes to shared memory by stmatrix; small
+// integers keep every product exact, so each element must be the reference's.
+TEST(DescriptorStoreLowering, AccumulatorFragmentsLeaveByStmatrix) {
+  using namespace tilejit::dsl;
+  dsl::Kernel kernel = define_kernel(
+      "dot_to_desc", {"a", "b", "out"}, {{"K", 32}},
+      [](const Constants& c, Ptr<DType::bf16> a, Ptr<DType::bf16> b, TensorDesc<DType::bf16> out) {
+        int64_t m = out.shape()[0], n = out.shape()[1], k = c["K"];
+        Tile x = load(a + expand_dims(arange(0, m), 1) * k + expand_dims(arange(0, k), 0));
+        Tile y = load(b + expand_dims(arange(0, k), 1) * n + expand_dims(arange(0, n), 0));
+        desc_store(out, {0, 0}, cast(dot(x, y, zeros({m, n}, DType::f32)), DType::bf16));
+      });
+  JitKernel jit(std::move(kernel));
+  struct Shape {
+    int64_t m, n;
+    int warps;
+  };
+  for (Shape shape : {Shape{32, 32, 4}, Shape{64, 128, 4}, Shape{128, 64, 8}}) {
+    SCOPED_TRACE(fmt::format("{}x{}, {} warps", shape.m, shape.n, shape.warps));
+    const int64_t k = 32;
+    TJ_SEEDED_RNG(rng);
+    Host a(DType::bf16, size_t(shape.m * k)), b(DType::bf16, size_t(k * shape.n));
+    for (size_t i = 0; i < a.size(); ++i) a.set(i, LD(int(rng.bits() % 5) - 2));
+    for (size_t i = 0; i < b.size(); ++i) b.set(i, LD(int(rng.bits() % 5) - 2));
+    Tensor out = poisoned(DType::bf16, {shape.m, shape.n});
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
+      bind(jit, {{"num_warps", shape.warps}})
+          .launch(emu().default_stream(), {1, 1, 1}, upload(a), upload(b), TensorDescriptor::of(out, {shape.m, shape.n}));
+    });
+    ASSERT_EQ(ptx.size(), 1u);
+    EXPECT_NE(ptx[0].find("stmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
+    Host got = download(out);
+    int bad = 0;
+    for (int64_t i = 0; i < shape.m; ++i)
+      for (int64_t j = 0; j < shape.n; ++j) {
+        LD want = 0;
+        for (int64_t q = 0; q < k; ++q) want += a.get(size_t(i * k + q)) * b.get(size_t(q * shape.n + j));
+        if (got.get(size_t(i * shape.n + j)) != want && bad++ < 8)
+          ADD_FAILURE() << "out (" << i << ", " << j << ") = " << double(got.get(size_t(i * shape.n + j))) << ", want "
+                        << double(want);
+      }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 TEST(DescriptorTracing, AStoredBlockHasTheDescriptorsShapeAndDtype) {
   using namespace tilejit::dsl;
   dsl::Kernel k = define_kernel("desc_store_misuse", {"dst"}, {}, [](const Constants&, TensorDesc<DType::f32> dst) {

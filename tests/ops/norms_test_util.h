@@ -94,21 +94,25 @@ inline LD effective_gamma(const NormCase& c, const Host& gamma, size_t j) {
   return gamma.get(j) + (c.zero_centered ? 1 : 0);
 }
 
-// One row's statistics: mean (0 for RMSNorm) and rsigma.
+// One row's statistics: mean (0 for RMSNorm) and rsigma, and mean_magnitude, the mean |x| of
+// the row (0 for RMSNorm), which the error of an f32 mean follows.
 struct RowStats {
-  LD mean = 0, rsigma = 0;
+  LD mean = 0, rsigma = 0, mean_magnitude = 0;
 };
 inline RowStats row_stats(const NormCase& c, const std::vector<LD>& x) {
   RowStats s;
-  LD sum = 0, squares = 0;
-  for (LD v : x) sum += v;
-  if (c.layer) s.mean = sum / x.size();
+  LD sum = 0, magnitudes = 0, squares = 0;
+  for (LD v : x) sum += v, magnitudes += std::fabs(v);
+  if (c.layer) s.mean = sum / x.size(), s.mean_magnitude = magnitudes / x.size();
   for (LD v : x) squares += (v - s.mean) * (v - s.mean);
   s.rsigma = 1 / std::sqrt(squares / x.size() + static_cast<LD>(c.eps));
   return s;
 }
-// The magnitude of xhat's terms, which its error follows: (|x| + |mean|) * rsigma.
-inline LD magnitude(LD x, const RowStats& s) { return (std::fabs(x) + std::fabs(s.mean)) * s.rsigma; }
+// The magnitude of xhat's terms, which its error follows: (|x| + mean |x|) * rsigma. The f32
+// mean is a sum of the row's terms, so its rounding error follows their mean magnitude, not
+// |mean|: a row of large values of either sign has a small mean known only to about
+// ulp(mean |x|), and x - mean near such a mean carries that error.
+inline LD magnitude(LD x, const RowStats& s) { return (std::fabs(x) + s.mean_magnitude) * s.rsigma; }
 
 inline std::vector<LD> row_of(const NormCase& c, const Host& x, size_t r) {
   const auto h = static_cast<size_t>(c.hidden());
@@ -117,8 +121,8 @@ inline std::vector<LD> row_of(const NormCase& c, const Host& x, size_t r) {
   return row;
 }
 
-// y of one row, and the magnitude its error follows: (|x| + |mean|) * rsigma * |g| + |beta|
-// (x - mean cancels where x is near the mean, but the f32 mean's rounding error does not).
+// y of one row, and the magnitude its error follows: magnitude(x) * |g| + |beta| (x - mean
+// cancels where x is near the mean, but the f32 mean's rounding error does not).
 struct RowOutput {
   std::vector<LD> y, scale;
 };
@@ -146,11 +150,9 @@ inline ForwardReference forward_reference(const NormCase& c, const NormInputs& i
     const RowOutput out = norm_row(c, x, in);
     ref.y.insert(ref.y.end(), out.y.begin(), out.y.end());
     ref.y_scale.insert(ref.y_scale.end(), out.scale.begin(), out.scale.end());
-    LD magnitude = 0;
-    for (LD v : x) magnitude += std::fabs(v);
     ref.mean.push_back(s.mean);
     ref.rsigma.push_back(s.rsigma);
-    ref.mean_scale.push_back(magnitude / x.size());
+    ref.mean_scale.push_back(s.mean_magnitude);
   }
   return ref;
 }

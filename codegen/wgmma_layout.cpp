@@ -11,13 +11,14 @@ std::string WgmmaInstr::ptx_name() const {
 }
 
 std::optional<WgmmaTiling> wgmma_tiling(DType a, DType b, int64_t m, int64_t n, int64_t k, int num_warps,
-                                        bool a_mn_major, bool b_mn_major, const Target& target) {
+                                        WgmmaA a_source, bool b_mn_major, const Target& target) {
   if (!target.has_wgmma || num_warps % 4 != 0 || m < 64) return std::nullopt;
   std::optional<MmaInstr> mma = select_mma(a, b, target);
   if (!mma || mma->a_kind == MmaKind::tf32 || k < mma->k) return std::nullopt;
-  if (mma->element_bits != 16 && (a_mn_major || b_mn_major)) return std::nullopt;  // wgmma transposes 16-bit only
+  bool transposed = a_source == WgmmaA::mn_major || b_mn_major;
+  if (mma->element_bits != 16 && transposed) return std::nullopt;  // wgmma transposes 16-bit only
   WgmmaTiling t;
-  t.instr = WgmmaInstr{mma->a_kind, mma->b_kind, 8, mma->k, mma->element_bits, a_mn_major, b_mn_major};
+  t.instr = WgmmaInstr{mma->a_kind, mma->b_kind, 8, mma->k, mma->element_bits, a_source, b_mn_major};
   int groups = num_warps / 4;
   while (t.groups_m * 2 <= groups && 64 * t.groups_m * 2 <= m) t.groups_m *= 2;
   t.groups_n = groups / t.groups_m;
@@ -43,6 +44,14 @@ std::optional<WgmmaTiling> wgmma_tiling(DType a, DType b, int64_t m, int64_t n, 
   t.acc.warp = {Coord{16, 0}, Coord{32, 0}};
   append_steps(t.acc.warp, 0, 64, log2_ceil(t.groups_m));
   append_steps(t.acc.warp, 1, n_per_group, log2_ceil(t.groups_n));
+
+  t.a = mma->frag_a;
+  t.a.shape = {m, k};
+  append_steps(t.a.reg, 1, mma->k, log2_ceil(t.reps_k));
+  append_steps(t.a.reg, 0, 64 * t.groups_m, log2_ceil(t.reps_m));
+  t.a.warp = {Coord{16, 0}, Coord{32, 0}};
+  append_steps(t.a.warp, 0, 64, log2_ceil(t.groups_m));
+  t.a.warp.insert(t.a.warp.end(), static_cast<size_t>(log2_ceil(t.groups_n)), Coord(2, 0));
   return t;
 }
 

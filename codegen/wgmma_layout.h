@@ -1,9 +1,10 @@
 // The warpgroup-level tensor-core instruction of sm_90a, wgmma.mma_async.m64nNkK, as the
-// compiler uses it: both operands in shared memory, named by matrix descriptors, the
-// accumulator in registers. A warpgroup is four consecutive warps; warp w of it holds rows
-// 16w .. 16w+15 of the 64-row accumulator in the mma.sync accumulator fragment repeated over
-// N (codegen/mma_layout.h). A dot over a whole tile spreads warpgroups over M (then N) and
-// repeats the instruction per warpgroup along M and N.
+// compiler uses it: B in shared memory, named by a matrix descriptor; A there too, or in
+// registers; the accumulator in registers. A warpgroup is four consecutive warps; warp w of
+// it holds rows 16w .. 16w+15 of the 64-row accumulator in the mma.sync accumulator fragment
+// repeated over N (codegen/mma_layout.h), and, when A comes from registers, the same rows of
+// A in the mma.sync A fragment. A dot over a whole tile spreads warpgroups over M (then N)
+// and repeats the instruction per warpgroup along M and N.
 //
 // Operand tiles are the swizzled tiles of codegen/shared_layout.h: rows of up to 128 bytes,
 // XOR-swizzled in 32/64/128-byte spans, which are the canonical layouts the descriptor's
@@ -22,11 +23,17 @@
 
 namespace tilejit::codegen {
 
+// Where a wgmma reads A from: a shared tile held K-major or MN-major, or registers.
+enum class WgmmaA { k_major, mn_major, registers };
+
 struct WgmmaInstr {
   MmaKind a_kind, b_kind;
   int n = 8, k = 16;
   int element_bits = 16;
-  bool a_mn_major = false, b_mn_major = false;  // operand tiles held transposed
+  WgmmaA a_source = WgmmaA::k_major;
+  bool b_mn_major = false;  // the B tile held transposed
+  bool a_mn_major() const { return a_source == WgmmaA::mn_major; }
+  bool a_in_registers() const { return a_source == WgmmaA::registers; }
   // The PTX spelling, e.g. "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16".
   std::string ptx_name() const;
 };
@@ -37,16 +44,22 @@ struct WgmmaTiling {
   int reps_m = 1, reps_n = 1;      // instructions per warpgroup along M and N
   int reps_k = 1;
   LinearLayout acc;                // (M, N)
+  // (M, K): A as the instructions take it from registers (WgmmaA::registers): the mma.sync A
+  // fragment per warp, repeated along K, then M; the warpgroups along N hold the same rows.
+  LinearLayout a;
   // The tile register holding accumulator register `i` of instruction (rep_m, rep_n).
   int acc_register(int rep_m, int rep_n, int i) const { return i + instr.n / 2 * (rep_n + reps_n * rep_m); }
+  // The register of `a` holding A fragment element `f` (of k / 2) of instruction (rep_m, K step).
+  int a_register(int rep_m, int rep_k, int f) const { return f + instr.k / 2 * (rep_k + reps_k * rep_m); }
 };
 
-// The wgmma tiling of an (M, K) x (K, N) dot on `num_warps` warps with operand tiles held
-// K-major or MN-major as `a_mn_major` / `b_mn_major` say, or nullopt where wgmma does not
-// apply: no sm_90a, tf32 (its operands need rounding on the way in), fewer than 64 rows or 4
-// warps, MN-major 8-bit operands, or N slices that do not start on a swizzle span.
+// The wgmma tiling of an (M, K) x (K, N) dot on `num_warps` warps with A read from where
+// `a_source` says and the B tile held K-major or MN-major as `b_mn_major` says, or nullopt
+// where wgmma does not apply: no sm_90a, tf32 (its operands need rounding on the way in),
+// fewer than 64 rows or 4 warps, MN-major 8-bit operands, or N slices that do not start on a
+// swizzle span.
 std::optional<WgmmaTiling> wgmma_tiling(DType a, DType b, int64_t m, int64_t n, int64_t k, int num_warps,
-                                        bool a_mn_major, bool b_mn_major, const Target& target);
+                                        WgmmaA a_source, bool b_mn_major, const Target& target);
 
 // The parts of a shared-memory matrix descriptor the compiler knows before run time.
 struct MatrixDescriptor {

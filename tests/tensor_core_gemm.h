@@ -3,7 +3,9 @@
 // emulator in tests/emu): C (M, N) = A (M, K) @ B (K, N), all row-major, any M, N, K
 // (masked edges), accumulated over a K loop. With B_TRANSPOSED, B is stored as (N, K)
 // row-major (the layout of a linear layer's weight) and the kernel multiplies by its trans;
-// with A_TRANSPOSED, A is stored as (K, M).
+// with A_TRANSPOSED, A is stored as (K, M). With A_COMPUTED, the A tile the dot reads is
+// computed in registers (the loaded tile cast to f32 / i32 and back, exactly), which sm_90a's
+// wgmma reads from registers.
 #pragma once
 
 #include <optional>
@@ -14,15 +16,21 @@
 namespace tilejit::testing_kernels {
 
 // Constants: BLOCK_M, BLOCK_N, BLOCK_K, PRECISION (dsl::Precision of f32 operands:
-// 0 tf32, 1 ieee, 2 tf32x3), A_TRANSPOSED and B_TRANSPOSED (0 or 1). Parameters: a, b, c,
-// M, N, K.
+// 0 tf32, 1 ieee, 2 tf32x3), A_TRANSPOSED, B_TRANSPOSED and A_COMPUTED (0 or 1).
+// Parameters: a, b, c, M, N, K.
 template <DType DA, DType DB>
 dsl::Kernel tensor_core_gemm() {
   using namespace tilejit::dsl;
   constexpr DType ACC = DA == DType::i8 ? DType::i32 : DType::f32;
   return define_kernel(
       "tc_gemm_" + std::string(dtype_name(DA)) + "_" + std::string(dtype_name(DB)), {"a", "b", "c", "M", "N", "K"},
-      {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"PRECISION", 0}, {"A_TRANSPOSED", 0}, {"B_TRANSPOSED", 0}},
+      {{"BLOCK_M", 64},
+       {"BLOCK_N", 64},
+       {"BLOCK_K", 32},
+       {"PRECISION", 0},
+       {"A_TRANSPOSED", 0},
+       {"B_TRANSPOSED", 0},
+       {"A_COMPUTED", 0}},
       [](const Constants& c, Ptr<DA> a, Ptr<DB> b, Ptr<ACC> out, Scalar<i32> M, Scalar<i32> N, Scalar<i32> K) {
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"];
         auto precision = static_cast<Precision>(c["PRECISION"]);
@@ -35,6 +43,7 @@ dsl::Kernel tensor_core_gemm() {
                                          expand_dims(ks + k < K, 1) && expand_dims(rows < M, 0)))  // of (BLOCK_K, BLOCK_M)
                             : load(a + expand_dims(rows, 1) * K + expand_dims(ks + k, 0),
                                    expand_dims(rows < M, 1) && expand_dims(ks + k < K, 0));  // (BLOCK_M, BLOCK_K)
+          if (c.flag("A_COMPUTED")) a_tile = cast(cast(a_tile, ACC), DA);
           Tile b_tile = c["B_TRANSPOSED"]
                             ? trans(load(b + expand_dims(cols, 1) * K + expand_dims(ks + k, 0),
                                          expand_dims(cols < N, 1) && expand_dims(ks + k < K, 0)))  // of (BLOCK_N, BLOCK_K)

@@ -62,7 +62,7 @@ class MmaEmitter {
         for (int f = 0; f < frag_regs; f += per_word) {
           std::vector<llvm::Value*> parts;
           for (int e = 0; e < per_word; ++e) parts.push_back(elems[reg(o, k, f + e)]);
-          words.push_back(word(parts, word_type));
+          words.push_back(pack_fragment_word(L_.b, parts, word_type));
         }
         out.push_back(std::move(words));
       }
@@ -85,17 +85,6 @@ class MmaEmitter {
   }
 
  private:
-  // `parts` (consecutive fragment elements) as one word of `word_type`: a <2 x half> for
-  // f16, otherwise an i32 holding the elements' bits from the lowest element up.
-  llvm::Value* word(const std::vector<llvm::Value*>& parts, llvm::Type* word_type) {
-    auto& builder = L_.b;
-    if (parts.size() == 1) return parts[0];
-    auto* vector_type = llvm::FixedVectorType::get(parts[0]->getType(), static_cast<unsigned>(parts.size()));
-    llvm::Value* v = llvm::PoisonValue::get(vector_type);
-    for (size_t i = 0; i < parts.size(); ++i) v = builder.CreateInsertElement(v, parts[i], builder.getInt32(static_cast<uint32_t>(i)));
-    return vector_type == word_type ? v : builder.CreateBitCast(v, word_type);
-  }
-
   Lowering& L_;
   const MmaTiling& t_;
   llvm::Function* intrinsic_;
@@ -113,6 +102,14 @@ Fragments as_word_type(Lowering& L, Fragments f, llvm::Type* word_type) {
 }
 
 }  // namespace
+
+llvm::Value* pack_fragment_word(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& parts, llvm::Type* word_type) {
+  if (parts.size() == 1) return parts[0];
+  auto* vector_type = llvm::FixedVectorType::get(parts[0]->getType(), static_cast<unsigned>(parts.size()));
+  llvm::Value* v = llvm::PoisonValue::get(vector_type);
+  for (size_t i = 0; i < parts.size(); ++i) v = b.CreateInsertElement(v, parts[i], b.getInt32(static_cast<uint32_t>(i)));
+  return vector_type == word_type ? v : b.CreateBitCast(v, word_type);
+}
 
 const ir::Value* transposed_dot_operand(const ir::Value* v) {
   const ir::Op* op = v->def;

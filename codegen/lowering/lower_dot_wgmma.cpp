@@ -1,7 +1,10 @@
-// dot on sm_90a's warpgroup tensor cores (codegen/wgmma_layout.h). Both operands are read
-// from shared memory through matrix descriptors: tiles a loop pipeline staged there, or the
-// operand values stored now into the swizzled scratch tiles (made visible to the async
-// proxy first). The accumulator stays in registers in the instruction's layout.
+// dot on sm_90a's warpgroup tensor cores (codegen/wgmma_layout.h). B, and an A that a load
+// brought in, are read from shared memory through matrix descriptors: tiles a loop pipeline
+// staged there, or the operand values stored now into the swizzled scratch tiles (made
+// visible to the async proxy first). An A computed in registers (attention's probabilities,
+// a dequantized operand) is read from registers in the instruction's A fragment, as
+// wgmma.mma_async's register form takes it. The accumulator stays in registers in the
+// instruction's layout.
 //
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
 // step, commits them as one group and waits for it; in a loop whose pipeline lets the dot run
@@ -57,20 +60,55 @@ std::vector<llvm::Value*> call_tied_asm(llvm::IRBuilder<>& b, const std::string&
 std::optional<WgmmaTiling> Lowering::wgmma_dot_tiling(const ir::Op& op) const {
   const ir::Value* a = op.operands[0];
   const ir::Value* bv = op.operands[1];
-  // wgmma reads A from shared memory here. An A computed in registers (attention's P) stays
-  // with mma.sync, which takes it from the registers as they are.
+  // A loaded from memory goes to shared memory (a loop pipeline copies it there); one
+  // computed in registers is read from them.
   const ir::Op* a_def = a->def && a->def->kind == ir::OpKind::trans ? a->def->operands[0]->def : a->def;
-  if (!a_def || (a_def->kind != ir::OpKind::load && a_def->kind != ir::OpKind::desc_load)) return std::nullopt;
+  bool loaded = a_def && (a_def->kind == ir::OpKind::load || a_def->kind == ir::OpKind::desc_load);
   int bits = dtype_storage_bytes(a->type.dtype) * 8;
+  WgmmaA a_source = !loaded ? WgmmaA::registers : held_a(a, bits).mn_major ? WgmmaA::mn_major : WgmmaA::k_major;
   return wgmma_tiling(a->type.dtype, bv->type.dtype, a->type.shape[0], bv->type.shape[1], a->type.shape[1],
-                      fn.num_warps, held_a(a, bits).mn_major, held_b(bv).mn_major, target);
+                      fn.num_warps, a_source, held_b(bv).mn_major, target);
 }
+
+namespace {
+
+// The inline PTX of one wgmma.mma_async of `instr` whose D has `regs` registers: operands
+// $0.. are D, then D's tied inputs, then A (its descriptor, or four fragment words), B's
+// descriptor and scale-d (an i32, nonzero to accumulate).
+struct WgmmaAsm {
+  std::string text, constraints;
+};
+WgmmaAsm wgmma_asm(const WgmmaInstr& instr, int regs) {
+  bool integer = instr.a_kind == MmaKind::s8;
+  bool a_registers = instr.a_in_registers();
+  int next = 2 * regs;
+  std::string a = a_registers ? fmt::format("{{{}}}", register_list(next, 4)) : fmt::format("${}", next);
+  next += a_registers ? 4 : 1;
+  int b = next++, scale_d = next;
+  // imm-scale-a, imm-scale-b and, for 16-bit types, imm-trans-a (not in the register form)
+  // and imm-trans-b.
+  std::string immediates;
+  if (!integer) immediates = ", 1, 1";
+  if (instr.element_bits == 16) {
+    if (!a_registers) immediates += fmt::format(", {}", int{instr.a_mn_major()});
+    immediates += fmt::format(", {}", int{instr.b_mn_major});
+  }
+  return {fmt::format("{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\n{} {{{}}}, {}, ${}, p{};\n}}", scale_d,
+                      instr.ptx_name(), register_list(0, regs), a, b, immediates),
+          tied_constraints(integer ? "r" : "f", regs) + (a_registers ? ",r,r,r,r" : ",l") + ",l,r"};
+}
+
+}  // namespace
 
 void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
   const WgmmaInstr& instr = t.instr;
+  const bool a_registers = instr.a_in_registers();
   std::vector<llvm::Value*> acc = in_layout(op.operands[2], t.acc);  // (M, N)
-  HeldOperand a = held_a(op.operands[0], instr.element_bits), bh = held_b(op.operands[1]);
-  OperandTiles tiles = place_operand_tiles(*this, a.value, true, bh.value, true, /*async_proxy=*/true);
+  // Before the operand tiles are placed: a conversion may pass through the same scratch space.
+  std::vector<llvm::Value*> a_elements = a_registers ? in_layout(op.operands[0], t.a) : std::vector<llvm::Value*>{};
+  HeldOperand a = a_registers ? HeldOperand{op.operands[0], false} : held_a(op.operands[0], instr.element_bits);
+  HeldOperand bh = held_b(op.operands[1]);
+  OperandTiles tiles = place_operand_tiles(*this, a.value, !a_registers, bh.value, true, /*async_proxy=*/true);
 
   int element_bytes = instr.element_bits / 8;
   auto tile_of = [&](const ir::Value* v) {
@@ -107,31 +145,39 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
   auto slice_base = [&](llvm::Value* tile_base, llvm::Value* group, int64_t per_group) {
     return b.CreateGEP(b.getInt8Ty(), tile_base, b.CreateMul(group, const_i32(per_group)));
   };
+  // A's operands per instruction: its descriptor, or its four fragment words.
+  auto a_operands = [&](int rep_m, int step) -> std::vector<llvm::Value*> {
+    if (!a_registers) {
+      auto [a_base, a_per_group] = a_offset(rep_m, step);
+      return {descriptor(slice_base(tiles.a, group_m, a_per_group), a_desc, a_base)};
+    }
+    int per_word = 32 / instr.element_bits;
+    std::vector<llvm::Value*> words;
+    for (int f = 0; f < instr.k / 2; f += per_word) {
+      std::vector<llvm::Value*> parts;
+      for (int e = 0; e < per_word; ++e) parts.push_back(a_elements[static_cast<size_t>(t.a_register(rep_m, step, f + e))]);
+      words.push_back(pack_fragment_word(b, parts, b.getInt32Ty()));
+    }
+    return words;
+  };
 
-  bool integer = instr.a_kind == MmaKind::s8;
   int regs = instr.n / 2;
-  // $0..$(regs-1): D; then its tied inputs; then the descriptors and scale-d.
-  std::string immediates = integer ? "" : instr.element_bits == 16
-                                              ? fmt::format(", 1, 1, {}, {}", int{a.mn_major}, int{bh.mn_major})
-                                              : ", 1, 1";
-  std::string text = fmt::format(
-      "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\n{} {{{}}}, ${}, ${}, p{};\n}}", 2 * regs + 2, instr.ptx_name(),
-      register_list(0, regs), 2 * regs, 2 * regs + 1, immediates);
-  std::string constraints = tied_constraints(integer ? "r" : "f", regs) + ",l,l,r";
-
+  WgmmaAsm wgmma = wgmma_asm(instr, regs);
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
   for (int step = 0; step < t.reps_k; ++step)
-    for (int m = 0; m < t.reps_m; ++m)
+    for (int m = 0; m < t.reps_m; ++m) {
+      std::vector<llvm::Value*> a_words = a_operands(m, step);
       for (int n = 0; n < t.reps_n; ++n) {
-        auto [a_base, a_per_group] = a_offset(m, step);
         auto [b_base, b_per_group] = b_offset(n, step);
-        llvm::Value* da = descriptor(slice_base(tiles.a, group_m, a_per_group), a_desc, a_base);
-        llvm::Value* db = descriptor(slice_base(tiles.b, group_n, b_per_group), b_desc, b_base);
+        std::vector<llvm::Value*> extra = a_words;
+        extra.push_back(descriptor(slice_base(tiles.b, group_n, b_per_group), b_desc, b_base));
+        extra.push_back(const_i32(1));
         std::vector<llvm::Value*> d;
         for (int i = 0; i < regs; ++i) d.push_back(acc[static_cast<size_t>(t.acc_register(m, n, i))]);
-        d = call_tied_asm(b, text, constraints, d, {da, db, const_i32(1)});
+        d = call_tied_asm(b, wgmma.text, wgmma.constraints, d, extra);
         for (int i = 0; i < regs; ++i) acc[static_cast<size_t>(t.acc_register(m, n, i))] = d[static_cast<size_t>(i)];
       }
+    }
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
   define(op.result(), Regs{t.acc, wait_for_wgmma(dots_in_flight.count(&op) ? 1 : 0, acc)});
 }

@@ -214,6 +214,11 @@ class Lowering {
 // tensor-core lowering reads x's rows from shared memory as they are. Null otherwise.
 const ir::Value* transposed_dot_operand(const ir::Value* v);
 
+// Consecutive fragment elements `parts` as one word of a tensor-core instruction, of
+// `word_type`: a vector of the elements (<2 x half> for f16) or an integer holding their
+// bits from the lowest element up.
+llvm::Value* pack_fragment_word(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& parts, llvm::Type* word_type);
+
 // Scalar arithmetic used by several lowerings.
 llvm::Value* emit_binary(Lowering& L, ir::OpKind kind, DType dtype, llvm::Value* a, llvm::Value* b);
 llvm::Value* emit_compare(Lowering& L, const std::string& predicate, DType dtype, llvm::Value* a, llvm::Value* b);

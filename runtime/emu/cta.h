@@ -119,6 +119,9 @@ struct WarpExchange {
   uint64_t results[32] = {};
   uint32_t words_in[32][kMaxWordsIn] = {};
   uint32_t words_out[32][kMaxWordsOut] = {};
+  // wgmma.mma_async's A from registers: the warp's 16 rows (up to 32 elements each, as bits),
+  // assembled by the last lane to arrive. Every lane reads it before it can arrive again.
+  uint32_t a_rows[16][32] = {};
 };
 
 // One cp.async.bulk.tensor in flight: the box at (column, row) lands at `to` when a thread

@@ -23,6 +23,7 @@ struct InlinePtx {
   WgmmaShape shape;
   std::vector<int> d;          // operand numbers of D's registers, in order
   int desc_a = -1, desc_b = -1;
+  std::vector<int> a_words;    // A's four fragment words, when A is in registers
   int scale_d_operand = -1;    // the operand a `setp.ne.b32 p, $i, 0` turns into scale-d
   bool scale_d = true;         // when scale-d is an immediate
   int64_t pending = 0;         // wait_group's N
@@ -74,7 +75,14 @@ void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
     unknown(text, "shape and types do not form a wgmma.mma_async instruction");
   for (const std::string& r : split(m[6])) p.d.push_back(operand_number(text, r));
   if (static_cast<int>(p.d.size()) != s.n / 2) unknown(text, fmt::format("D has {} registers, not {}", p.d.size(), s.n / 2));
-  p.desc_a = operand_number(text, m[7]);
+  std::string a = m[7];
+  s.a_in_registers = a[0] == '{';
+  if (s.a_in_registers) {
+    for (const std::string& r : split(a.substr(1, a.size() - 2))) p.a_words.push_back(operand_number(text, r));
+    if (p.a_words.size() != 4) unknown(text, fmt::format("A has {} registers, not 4", p.a_words.size()));
+  } else {
+    p.desc_a = operand_number(text, a);
+  }
   p.desc_b = operand_number(text, m[8]);
   std::string scale_d = m[9];
   if (scale_d == "0" || scale_d == "1") {
@@ -86,8 +94,11 @@ void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
     if (!std::regex_search(all, setp, define)) unknown(text, "scale-d is not set by setp.ne.b32 from an operand");
     p.scale_d_operand = operand_number(text, setp[1]);
   }
+  // imm-scale-a and imm-scale-b (not for integers), then for 16-bit types imm-trans-a (not
+  // in the register form) and imm-trans-b.
   std::vector<std::string> imm = split(m[10]);
-  size_t expected = s.integer ? 0 : bits == 16 ? 4 : 2;
+  size_t transposes = bits == 16 ? (s.a_in_registers ? 1 : 2) : 0;
+  size_t expected = s.integer ? 0 : 2 + transposes;
   if (imm.size() != expected) unknown(text, fmt::format("{} immediate operands after scale-d, not {}", imm.size(), expected));
   auto immediate = [&](size_t i, int a, int b) {
     int v = std::stoi(imm[i]);
@@ -95,7 +106,8 @@ void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
     return v;
   };
   if (expected >= 2) s.scale_a = immediate(0, 1, -1), s.scale_b = immediate(1, 1, -1);
-  if (expected == 4) s.a_mn_major = immediate(2, 0, 1) == 1, s.b_mn_major = immediate(3, 0, 1) == 1;
+  if (transposes == 2) s.a_mn_major = immediate(2, 0, 1) == 1;
+  if (transposes >= 1) s.b_mn_major = immediate(expected - 1, 0, 1) == 1;
 }
 
 void parse_constraints(std::string_view text, const std::string& constraints, int n_out, InlinePtx& p) {
@@ -117,7 +129,7 @@ void parse_constraints(std::string_view text, const std::string& constraints, in
 InlinePtx parse(std::string_view text, const char* constraints, int n_out) {
   static const std::regex mma(
       "wgmma\\.mma_async\\.sync\\.aligned\\.m64n(\\d+)k(\\d+)\\.(f32|s32)\\.(\\w+)\\.(\\w+)\\s*"
-      "\\{([^}]*)\\}\\s*,\\s*(\\$\\d+)\\s*,\\s*(\\$\\d+)\\s*,\\s*(\\w+)\\s*((?:,\\s*-?\\d+\\s*)*);");
+      "\\{([^}]*)\\}\\s*,\\s*(\\$\\d+|\\{[^}]*\\})\\s*,\\s*(\\$\\d+)\\s*,\\s*(\\w+)\\s*((?:,\\s*-?\\d+\\s*)*);");
   static const std::regex wait("wgmma\\.wait_group\\.sync\\.aligned\\s+(\\d+)\\s*;");
   std::string all(text);
   InlinePtx p;
@@ -162,7 +174,15 @@ void interpret(const char* text, const char* constraints, const uint64_t* in, in
   bool scale_d = p.scale_d_operand >= 0 ? value(p.scale_d_operand) != 0 : p.scale_d;
   std::vector<uint32_t> c(p.d.size()), d(p.d.size());
   for (size_t i = 0; i < p.d.size(); ++i) c[i] = scale_d ? static_cast<uint32_t>(value(p.d[i])) : 0;
-  wgmma_mma_async(p.shape, value(p.desc_a), value(p.desc_b), scale_d, c.data(), d.data());
+  WgmmaA a;
+  uint32_t a_words[4] = {};
+  if (p.shape.a_in_registers) {
+    for (size_t i = 0; i < 4; ++i) a_words[i] = static_cast<uint32_t>(value(p.a_words[i]));
+    a.words = a_words;
+  } else {
+    a.descriptor = value(p.desc_a);
+  }
+  wgmma_mma_async(p.shape, a, value(p.desc_b), scale_d, c.data(), d.data());
   for (size_t i = 0; i < p.d.size(); ++i) {
     if (p.d[i] >= n_out) unknown(text, fmt::format("D register ${} is not an output", p.d[i]));
     out[p.d[i]] = d[i];

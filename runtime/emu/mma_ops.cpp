@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/emu/mma_fragments.h"
 #include "runtime/emu/runtime_symbols.h"
 #include "runtime/emu/tensor_core_numerics.h"
 #include "runtime/emu/warp_sync.h"
@@ -20,37 +21,7 @@
 namespace tilejit::emu {
 namespace {
 
-struct Position {
-  int row, col;
-};
-
-// Element i of a lane's fragment ("a_i", "b_i", "c_i" in the ISA), for m16n8kK.
-Position a_position(int k, int lane, int i) {
-  int group = lane >> 2, in_group = lane & 3;
-  switch (k) {
-    case 8: return {group + 8 * (i & 1), in_group + 4 * (i >> 1)};
-    case 16: return {group + 8 * ((i >> 1) & 1), in_group * 2 + (i & 1) + 8 * (i >> 2)};
-    default: return {group + 8 * ((i >> 2) & 1), in_group * 4 + (i & 3) + 16 * (i >> 3)};
-  }
-}
-Position b_position(int k, int lane, int i) {  // row is the K index, col the N index
-  int group = lane >> 2, in_group = lane & 3;
-  switch (k) {
-    case 8: return {in_group + 4 * i, group};
-    case 16: return {in_group * 2 + (i & 1) + 8 * (i >> 1), group};
-    default: return {in_group * 4 + (i & 3) + 16 * (i >> 2), group};
-  }
-}
-Position c_position(int lane, int i) { return {(lane >> 2) + 8 * (i >> 1), (lane & 3) * 2 + (i & 1)}; }
-
 constexpr int kAWords = 4, kBWords = 2, kCWords = 4;
-
-// Element i of a fragment held in `words`, `bits` wide each, lowest element first.
-uint32_t element(const uint32_t* words, int bits, int i) {
-  int per_word = 32 / bits;
-  uint32_t word = words[i / per_word];
-  return bits == 32 ? word : (word >> (bits * (i % per_word))) & ((1u << bits) - 1);
-}
 
 // D = A * B + C for the warp. Accumulators travel as their bits (f32 or s32).
 template <int K, Encoding EA, Encoding EB>
@@ -62,11 +33,11 @@ void mma_warp(WarpExchange& w) {
     const uint32_t* in = w.words_in[lane];
     for (int i = 0; i < a_count; ++i) {
       Position p = a_position(K, lane, i);
-      a[p.row][p.col] = decode(EA, element(in, element_bits(EA), i));
+      a[p.row][p.col] = decode(EA, fragment_element(in, element_bits(EA), i));
     }
     for (int i = 0; i < b_count; ++i) {
       Position p = b_position(K, lane, i);
-      b[p.row][p.col] = decode(EB, element(in + kAWords, element_bits(EB), i));
+      b[p.row][p.col] = decode(EB, fragment_element(in + kAWords, element_bits(EB), i));
     }
     for (int i = 0; i < kCWords; ++i) {
       Position p = c_position(lane, i);

@@ -1,10 +1,13 @@
-// Emulation of sm_90a's warpgroup MMA: wgmma.mma_async with both operands in shared memory,
-// named by matrix descriptors, and its fences and groups, as the PTX ISA defines them:
+// Emulation of sm_90a's warpgroup MMA: wgmma.mma_async with B in shared memory, named by a
+// matrix descriptor, A there too or in registers, and its fences and groups, as the PTX ISA
+// defines them:
 //   - a descriptor holds the matrix's start address, leading and stride byte offsets (>> 4,
 //     14 bits each) and a swizzle mode (bits 62-63: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte,
 //     0 = none); element (mn, k) of a K-major or MN-major matrix sits where the canonical
 //     layout of that mode puts it, and the swizzle XORs address bits [4, 4+b) with
 //     [7, 7+b) of the absolute shared address (b = 3, 2, 1);
+//   - A from registers: each thread hands in four words, warp w of the warpgroup holding
+//     rows 16w..16w+15 in the mma.m16n8kK A fragment (runtime/emu/mma_fragments.h);
 //   - each thread of the warpgroup gets its accumulator fragment: warp w holds rows
 //     16w..16w+15; register i of lane l is row 16w + l/4 + 8*((i/2)%2), column
 //     8*(i/4) + 2*(l%4) + i%2. Positions are written here from the ISA, not from the
@@ -34,7 +37,9 @@
 #include <fmt/format.h>
 
 #include "runtime/emu/cta.h"
+#include "runtime/emu/mma_fragments.h"
 #include "runtime/emu/runtime_symbols.h"
+#include "runtime/emu/warp_sync.h"
 
 namespace tilejit::emu {
 namespace {
@@ -104,22 +109,46 @@ class OperandReader {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-// The thread's accumulator registers of D, or only the fingerprint of what they read when
-// `d` is null.
-uint64_t multiply(const WgmmaShape& s, uint64_t desc_a, uint64_t desc_b, bool scale_d, const uint32_t* c, uint32_t* d,
-                  bool check_proxy) {
-  SharedMatrix ma = decode_descriptor(desc_a, "A"), mb = decode_descriptor(desc_b, "B");
+// The bits of the calling thread's two rows of A (row lane/4 of its warp's 16, then the row
+// 8 below, K elements each) from the four fragment words each lane of the warp hands in.
+std::vector<uint32_t> rows_from_registers(const WgmmaShape& s, const uint32_t* words) {
+  WarpExchange& w = warp_exchange("wgmma.mma_async", 0xffffffffu);
+  int lane = current().thread->tid % 32;
+  std::memcpy(w.words_in[lane], words, 4 * sizeof(uint32_t));
+  const int bits = element_bits(s.a), count = 4 * 32 / bits;
+  warp_rendezvous(w, [&](WarpExchange& x) {
+    for (int l = 0; l < 32; ++l)
+      for (int i = 0; i < count; ++i) {
+        Position p = a_position(s.k, l, i);
+        x.a_rows[p.row][p.col] = fragment_element(x.words_in[l], bits, i);
+      }
+  });
+  std::vector<uint32_t> rows;
+  for (int half = 0; half < 2; ++half) rows.insert(rows.end(), w.a_rows[lane / 4 + 8 * half], w.a_rows[lane / 4 + 8 * half] + s.k);
+  return rows;
+}
+
+// The thread's accumulator registers of D, or only the fingerprint of what they read from
+// shared memory when `d` is null. `a_rows`: the thread's rows of A when A is in registers.
+uint64_t multiply(const WgmmaShape& s, uint64_t desc_a, const std::vector<uint32_t>& a_rows, uint64_t desc_b,
+                  bool scale_d, const uint32_t* c, uint32_t* d, bool check_proxy) {
+  SharedMatrix mb = decode_descriptor(desc_b, "B");
   int t = current().thread->tid % 128, warp = t / 32, lane = t % 32;
   int bits_a = element_bits(s.a), bits_b = element_bits(s.b);
   OperandReader reader(check_proxy);
   // The thread's two rows of A and n/4 columns of B, K elements each.
   std::vector<double> a(static_cast<size_t>(2 * s.k)), b(static_cast<size_t>(s.n / 4 * s.k));
-  for (int half = 0; half < 2; ++half)
-    for (int k = 0; k < s.k; ++k) {
-      auto row = static_cast<uint32_t>(16 * warp + lane / 4 + 8 * half);
-      a[static_cast<size_t>(half * s.k + k)] =
-          s.scale_a * decode(s.a, reader.read(ma, s.a_mn_major, row, static_cast<uint32_t>(k), bits_a, "A"));
-    }
+  if (s.a_in_registers) {
+    for (size_t i = 0; d && i < a.size(); ++i) a[i] = s.scale_a * decode(s.a, a_rows[i]);
+  } else {
+    SharedMatrix ma = decode_descriptor(desc_a, "A");
+    for (int half = 0; half < 2; ++half)
+      for (int k = 0; k < s.k; ++k) {
+        auto row = static_cast<uint32_t>(16 * warp + lane / 4 + 8 * half);
+        a[static_cast<size_t>(half * s.k + k)] =
+            s.scale_a * decode(s.a, reader.read(ma, s.a_mn_major, row, static_cast<uint32_t>(k), bits_a, "A"));
+      }
+  }
   for (int j = 0; j < s.n / 4; ++j)
     for (int k = 0; k < s.k; ++k) {
       auto col = static_cast<uint32_t>(8 * (j / 2) + 2 * (lane % 4) + j % 2);
@@ -166,11 +195,13 @@ void fence_proxy_async_shared() {
 
 }  // namespace
 
-void wgmma_mma_async(const WgmmaShape& shape, uint64_t desc_a, uint64_t desc_b, bool scale_d, const uint32_t* c,
+void wgmma_mma_async(const WgmmaShape& shape, const WgmmaA& a, uint64_t desc_b, bool scale_d, const uint32_t* c,
                      uint32_t* d) {
   Thread& t = *current().thread;
   if (!t.wgmma_fenced)
     abort_thread("wgmma.mma_async without a wgmma.fence before it (since the start or the last wgmma.wait_group)");
+  std::vector<uint32_t> a_rows;
+  if (shape.a_in_registers) a_rows = rows_from_registers(shape, a.words);
   int registers = shape.n / 2;
   std::vector<uint32_t> accumulated(c, c + registers);
   for (uint32_t& word : accumulated) {
@@ -180,8 +211,9 @@ void wgmma_mma_async(const WgmmaShape& shape, uint64_t desc_a, uint64_t desc_b, 
     t.pending_results.erase(held);
   }
   std::vector<uint32_t> result(static_cast<size_t>(registers));
-  uint64_t hash = multiply(shape, desc_a, desc_b, scale_d, accumulated.data(), result.data(), /*check_proxy=*/true);
-  t.open_mmas.push_back({desc_a, desc_b, &shape, hash});
+  uint64_t hash =
+      multiply(shape, a.descriptor, a_rows, desc_b, scale_d, accumulated.data(), result.data(), /*check_proxy=*/true);
+  t.open_mmas.push_back({a.descriptor, desc_b, &shape, hash});
   for (int i = 0; i < registers; ++i) {
     d[i] = placeholder(t);
     t.pending_results[d[i]] = {result[static_cast<size_t>(i)], t.mma_groups_committed};
@@ -192,7 +224,7 @@ void wgmma_wait_group(int64_t pending) {
   Thread& t = *current().thread;
   while (t.committed_mmas.size() > static_cast<size_t>(std::max<int64_t>(pending, 0))) {
     for (const AsyncMma& m : t.committed_mmas.front())
-      if (multiply(*m.shape, m.desc_a, m.desc_b, false, nullptr, nullptr, /*check_proxy=*/false) != m.operand_hash)
+      if (multiply(*m.shape, m.desc_a, {}, m.desc_b, false, nullptr, nullptr, /*check_proxy=*/false) != m.operand_hash)
         abort_thread("shared memory read by a wgmma.mma_async changed before the wgmma.wait_group that completes it");
     t.committed_mmas.pop_front();
     ++t.mma_groups_completed;

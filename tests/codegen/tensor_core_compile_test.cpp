@@ -53,7 +53,7 @@ TEST(TensorCoreCompile, EveryPairingUsesItsInstructionAndAssemblesWithoutSpills)
       auto instr = select_mma(c.a, c.b, find_target(arch));
       bool tensor_cores = instr && c.precision != 1;
       // B is stored (K, N): MN-major, which wgmma reads for 16-bit elements only.
-      auto warpgroup = wgmma_tiling(c.a, c.b, 64, 64, 32, 4, false, true, find_target(arch));
+      auto warpgroup = wgmma_tiling(c.a, c.b, 64, 64, 32, 4, WgmmaA::k_major, true, find_target(arch));
       EXPECT_EQ(warpgroup.has_value(), std::string(arch) == "sm_90a" && instr && instr->element_bits == 16);
       if (warpgroup) {
         // One m64n64k16 per K step of 16, both operands through descriptors: no ldmatrix.
@@ -121,6 +121,40 @@ TEST(TensorCoreCompile, PipelinedOperandsAreCopiedAsynchronously) {
       EXPECT_GE(k.shared_bytes, 3 * staged_bytes);
       expect_ptxas_accepts(k, true);
     }
+  }
+}
+
+// The wgmma lines of `ptx` that take A from registers: D's list, then A's four words.
+size_t register_a_wgmmas(const std::string& ptx) {
+  size_t n = 0;
+  for (size_t at = ptx.find("wgmma.mma_async"); at != std::string::npos; at = ptx.find("wgmma.mma_async", at + 1)) {
+    std::string line = ptx.substr(at, ptx.find(';', at) - at);
+    size_t a = line.find("}, {");
+    if (a != std::string::npos && line.find("%r", a) == a + 4) ++n;
+  }
+  return n;
+}
+
+TEST(TensorCoreCompile, AnOperandComputedInRegistersIsReadFromThemByWgmma) {
+  // A computed in registers (cast there and back) on sm_90a: wgmma's register form, one
+  // m64n64 per K step (two of 16 for 16-bit elements, one of 32 for 8-bit ones), B alone
+  // stored to shared memory; no mma.sync, no ldmatrix. B as (N, K): K-major, as 8-bit B
+  // must be.
+  for (const Case& c : kCases) {
+    if (c.a == DType::f32) continue;  // tf32 stays with mma.sync
+    dsl::Kernel kernel = c.kernel();
+    SCOPED_TRACE(kernel.name());
+    auto fn = kernel.trace(kernel.constants({{"A_COMPUTED", 1}, {"B_TRANSPOSED", 1}}), kernel.aligned_facts());
+    CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+    auto instr = select_mma(c.a, c.b, find_target("sm_90a"));
+    ASSERT_TRUE(instr);
+    size_t steps = static_cast<size_t>(32 / instr->k);
+    EXPECT_EQ(count(k.ptx, "wgmma.mma_async"), steps);
+    EXPECT_EQ(register_a_wgmmas(k.ptx), steps);
+    EXPECT_EQ(count(k.ptx, "fence.proxy.async.shared::cta"), 1u) << "B's store made visible to the async proxy";
+    EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
+    EXPECT_EQ(count(k.ptx, "ldmatrix"), 0u);
+    expect_ptxas_accepts(k, true);
   }
 }
 

@@ -19,7 +19,7 @@ TEST(WgmmaTiling, AccumulatorIsTheIsaFragmentRepeated) {
     int warps;
   };
   for (const Case& c : {Case{64, 64, 4}, Case{128, 64, 4}, Case{128, 128, 8}, Case{64, 128, 8}, Case{256, 512, 8}}) {
-    auto t = wgmma_tiling(DType::bf16, DType::bf16, c.m, c.n, 64, c.warps, false, false, hopper());
+    auto t = wgmma_tiling(DType::bf16, DType::bf16, c.m, c.n, 64, c.warps, WgmmaA::k_major, false, hopper());
     ASSERT_TRUE(t) << c.m << "x" << c.n << " on " << c.warps << " warps";
     SCOPED_TRACE(t->acc.str());
     int64_t n_per_group = c.n / t->groups_n;
@@ -42,9 +42,44 @@ TEST(WgmmaTiling, AccumulatorIsTheIsaFragmentRepeated) {
   }
 }
 
+TEST(WgmmaTiling, RegisterAIsTheIsaFragmentOfEachWarp) {
+  struct Case {
+    DType dtype;
+    int64_t m, n, k;
+    int warps;
+  };
+  for (const Case& c : {Case{DType::bf16, 64, 64, 32, 4}, Case{DType::f16, 128, 64, 64, 8},
+                        Case{DType::bf16, 64, 128, 16, 8}, Case{DType::f8e4m3, 256, 64, 64, 8},
+                        Case{DType::i8, 128, 64, 32, 4}}) {
+    auto t = wgmma_tiling(c.dtype, c.dtype, c.m, c.n, c.k, c.warps, WgmmaA::registers, false, hopper());
+    ASSERT_TRUE(t) << dtype_name(c.dtype) << " " << c.m << "x" << c.n << "x" << c.k << " on " << c.warps << " warps";
+    SCOPED_TRACE(t->a.str());
+    const int k = t->instr.k;
+    std::set<std::pair<int64_t, int64_t>> seen;
+    for (int warp = 0; warp < c.warps; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int rep_m = 0; rep_m < t->reps_m; ++rep_m)
+          for (int rep_k = 0; rep_k < t->reps_k; ++rep_k)
+            for (int i = 0; i < k / 2; ++i) {
+              // PTX ISA, wgmma register fragment of A: warp w of the warpgroup holds rows
+              // 16w..16w+15. m64nNk16: a_i of lane l is row l/4 + 8*((i/2)%2), column
+              // 2*(l%4) + i%2 + 8*(i/4); m64nNk32: row l/4 + 8*((i/4)%2), column 4*(l%4) +
+              // i%4 + 16*(i/8). The warpgroups along N hold the same rows.
+              int group_m = warp / 4 % t->groups_m, g = lane / 4, q = lane % 4;
+              int64_t row = 64 * (group_m + t->groups_m * rep_m) + 16 * (warp % 4) + g +
+                            8 * (k == 16 ? (i >> 1) & 1 : (i >> 2) & 1);
+              int64_t col = int64_t{k} * rep_k + (k == 16 ? 2 * q + (i & 1) + 8 * (i >> 2) : 4 * q + (i & 3) + 16 * (i >> 3));
+              Coord got = t->a.apply(t->a_register(rep_m, rep_k, i), lane, warp);
+              ASSERT_EQ(got, (Coord{row, col})) << "warp " << warp << " lane " << lane << " element " << i;
+              seen.insert({row, col});
+            }
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), c.m * c.k) << "every element held";
+  }
+}
+
 TEST(WgmmaTiling, AppliesWhereTheInstructionCanReadTheOperands) {
   auto tiling = [](DType d, int64_t m, int64_t n, int64_t k, int warps, bool a_mn, bool b_mn, const char* arch) {
-    return wgmma_tiling(d, d, m, n, k, warps, a_mn, b_mn, find_target(arch)).has_value();
+    return wgmma_tiling(d, d, m, n, k, warps, a_mn ? WgmmaA::mn_major : WgmmaA::k_major, b_mn, find_target(arch)).has_value();
   };
   EXPECT_TRUE(tiling(DType::bf16, 64, 64, 32, 4, false, true, "sm_90a"));
   EXPECT_TRUE(tiling(DType::f16, 64, 128, 32, 8, true, false, "sm_90a"));
@@ -63,13 +98,13 @@ TEST(WgmmaTiling, AppliesWhereTheInstructionCanReadTheOperands) {
 }
 
 TEST(WgmmaTiling, InstructionsSplitWarpgroupsOverMThenN) {
-  auto t = wgmma_tiling(DType::bf16, DType::bf16, 128, 256, 64, 8, false, true, hopper());
+  auto t = wgmma_tiling(DType::bf16, DType::bf16, 128, 256, 64, 8, WgmmaA::k_major, true, hopper());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->groups_m, 2);
   EXPECT_EQ(t->groups_n, 1);
   EXPECT_EQ(t->instr.n, 256);
   EXPECT_EQ(t->instr.ptx_name(), "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16");
-  auto wide = wgmma_tiling(DType::i8, DType::i8, 64, 512, 64, 4, false, false, hopper());
+  auto wide = wgmma_tiling(DType::i8, DType::i8, 64, 512, 64, 4, WgmmaA::k_major, false, hopper());
   ASSERT_TRUE(wide);
   EXPECT_EQ(wide->instr.n, 256);
   EXPECT_EQ(wide->reps_n, 2);

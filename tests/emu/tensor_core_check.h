@@ -25,7 +25,13 @@ struct TensorCoreCase {
   bool warp_specialize = false;  // with descriptors: a producer warpgroup issues the copies (sm_90a)
   bool persistent = false;       // with descriptors: two programs loop over the output tiles
   int cluster = 1;  // with descriptors, one tile per program: clusters of cluster x cluster CTAs
+  bool a_computed = false;  // A computed in registers before the dot (wgmma's register form on sm_90a)
 };
+
+inline TensorCoreCase with_a_computed(TensorCoreCase c) {
+  c.a_computed = true;
+  return c;
+}
 
 inline std::string tensor_core_case_name(const TensorCoreCase& c) {
   static constexpr const char* precisions[] = {"tf32", "ieee", "tf32x3"};
@@ -35,7 +41,8 @@ inline std::string tensor_core_case_name(const TensorCoreCase& c) {
          "_w" + std::to_string(c.warps) + "_problem" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
          std::to_string(c.k) + (c.stages > 1 ? "_stages" + std::to_string(c.stages) : "") +
          (c.b_transposed ? "_bt" : "") + (c.a_transposed ? "_at" : "") + (c.descriptors ? "_desc" : "") + (c.warp_specialize ? "_ws" : "") +
-         (c.persistent ? "_persistent" : "") + (c.cluster > 1 ? "_cluster" + std::to_string(c.cluster) : "");
+         (c.persistent ? "_persistent" : "") + (c.cluster > 1 ? "_cluster" + std::to_string(c.cluster) : "") +
+         (c.a_computed ? "_a_computed" : "");
 }
 
 inline void PrintTo(const TensorCoreCase& c, std::ostream* os) { *os << tensor_core_case_name(c); }
@@ -98,7 +105,7 @@ void run_tensor_core_case(const TensorCoreCase& c, const Host& a, const Host& b,
   if (c.descriptors) return run_tensor_core_desc_case<DA, DB>(c, a, b, out, device, grid);
   bind(kernel, {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"PRECISION", c.precision},
                 {"num_warps", c.warps}, {"num_stages", c.stages}, {"A_TRANSPOSED", c.a_transposed},
-                {"B_TRANSPOSED", c.b_transposed}})
+                {"B_TRANSPOSED", c.b_transposed}, {"A_COMPUTED", c.a_computed}})
       .launch(device.default_stream(), grid, upload(stored(a, c.m, c.k, c.a_transposed), {}, device),
               upload(stored(b, c.k, c.n, c.b_transposed), {}, device), out, int32_t(c.m),
               int32_t(c.n), int32_t(c.k));
@@ -137,6 +144,12 @@ inline void check_tensor_core_gemm(const TensorCoreCase& c, Device& device) {
     EXPECT_EQ(ptx[0].find("setmaxnreg.inc", first + 1), std::string::npos);
   }
 
+  // An A computed in registers stays there for sm_90a's wgmma (not mma.sync).
+  if (device.info().kind == DeviceKind::emu && c.a_computed && std::string(c.arch) == "sm_90a" && c.a != DType::f32) {
+    ASSERT_EQ(ptx.size(), 1u);
+    EXPECT_NE(ptx[0].find("wgmma.mma_async"), std::string::npos);
+    EXPECT_EQ(ptx[0].find("mma.sync"), std::string::npos);
+  }
   std::vector<LD> got = download(out).values();
   MatmulReference ref = matmul_reference(a, b, c.m, c.n, c.k);
   auto where = [&](size_t i) { return "row " + std::to_string(i / size_t(c.n)) + " col " + std::to_string(i % size_t(c.n)); };

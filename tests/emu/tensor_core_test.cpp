@@ -115,7 +115,18 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 456, 4, false, false, true, true, false, 2},
         TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 128, 4, 64, 200, 640, 3, true, false, true, true, false, 2},
         TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 100, 72, 160, 2, true, false, true, true, false, 2},
-        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 200, 3, false, false, true, false, false, 2}),
+        TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 130, 136, 200, 3, false, false, true, false, false, 2},
+        // A computed in registers: wgmma's register form on sm_90a (one warpgroup; two along
+        // M; two along N, which hold the same rows of A; A given transposed; a pipelined B;
+        // 8-bit operands with B as (N, K)), and mma.sync's fragments on sm_80.
+        with_a_computed(TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 32, 4, 100, 72, 70}),
+        with_a_computed(TensorCoreCase{f16, f16, "sm_90a", 0, 128, 64, 32, 8, 130, 70, 96, 3, true}),
+        with_a_computed(TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 128, 32, 8, 70, 140, 64}),
+        with_a_computed(TensorCoreCase{f16, f16, "sm_90a", 0, 64, 64, 32, 4, 64, 80, 96, 1, false, true}),
+        with_a_computed(TensorCoreCase{i8, i8, "sm_90a", 0, 64, 64, 64, 4, 80, 64, 150, 1, true}),
+        with_a_computed(TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 64, 64, 4, 70, 72, 100, 2, true}),
+        with_a_computed(TensorCoreCase{e5m2, e4m3, "sm_90a", 0, 128, 64, 32, 8, 128, 64, 96, 1, true}),
+        with_a_computed(TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 70})),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
 }  // namespace

@@ -60,12 +60,10 @@ std::optional<MmaTiling> Lowering::dot_tiling(const ir::Op& op) const {
   return mma_tiling(*instr, a.shape[0], bt.shape[1], a.shape[1], fn.num_warps);
 }
 
-LinearLayout Lowering::carried_layout(const ir::Value* yielded) const {
-  if (yielded->def && yielded->def->kind == ir::OpKind::dot) {
-    if (auto tiling = wgmma_dot_tiling(*yielded->def)) return tiling->acc;
-    if (auto tiling = dot_tiling(*yielded->def)) return tiling->acc;
-  }
-  return default_layout(yielded->type.shape);
+LinearLayout Lowering::dot_result_layout(const ir::Op& op) const {
+  if (auto tiling = wgmma_dot_tiling(op)) return tiling->acc;
+  if (auto tiling = dot_tiling(op)) return tiling->acc;
+  return default_layout(op.result()->type.shape);
 }
 
 void Lowering::lower_dot(const ir::Op& op) {
@@ -75,7 +73,7 @@ void Lowering::lower_dot(const ir::Op& op) {
   const ir::Value* bv = op.operands[1];
   const ir::Value* acc = op.operands[2];
   int64_t k = a->type.shape[1];
-  LinearLayout acc_layout = default_layout(acc->type.shape);
+  LinearLayout acc_layout = dot_result_layout(op);
   OperandLayout a_layout = operand_layout(acc_layout, 0, 1, k);
   OperandLayout b_layout = operand_layout(acc_layout, 1, 0, k);
   std::vector<llvm::Value*> av = in_layout(a, a_layout.layout);

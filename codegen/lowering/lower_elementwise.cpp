@@ -89,6 +89,18 @@ llvm::Value* emit_unary(Lowering& L, K kind, DType dtype, llvm::Value* x) {
 
 }  // namespace
 
+bool is_elementwise(K kind) {
+  switch (kind) {
+    case K::cmp:
+    case K::fma:
+    case K::select:
+    case K::cast:
+    case K::bitcast:
+    case K::addptr: return true;
+    default: return ir::is_elementwise_binary(kind) || ir::is_elementwise_unary(kind);
+  }
+}
+
 std::vector<llvm::Value*> Lowering::compute_elementwise(const ir::Op& op,
                                                         const std::vector<std::vector<llvm::Value*>>& in,
                                                         int count) {

@@ -174,26 +174,30 @@ void Lowering::lower_reduce(const ir::Op& op) {
     define_scalar(result, final_value(by_slice.begin()->second));
     return;
   }
-  // Compact the result: drop register bits that only walked along the reduced axis.
-  LinearLayout compact = out_layout;
-  compact.reg.clear();
-  std::vector<int> kept_bits;
-  for (size_t i = 0; i < out_layout.reg.size(); ++i) {
-    bool zero = true;
-    for (auto v : out_layout.reg[i]) zero &= v == 0;
-    if (!zero) {
-      kept_bits.push_back(static_cast<int>(i));
-      compact.reg.push_back(out_layout.reg[i]);
-    }
-  }
+  ReducedLayout compact = reduced_layout(layout, axis);
   std::vector<llvm::Value*> values;
-  for (int j = 0; j < compact.num_regs(); ++j) {
+  for (int j = 0; j < compact.layout.num_regs(); ++j) {
     int r = 0;
-    for (size_t k = 0; k < kept_bits.size(); ++k)
-      if (j >> k & 1) r |= 1 << kept_bits[k];
+    for (size_t k = 0; k < compact.kept_bits.size(); ++k)
+      if (j >> k & 1) r |= 1 << compact.kept_bits[k];
     values.push_back(final_value(by_slice.at(slice_of[r])));
   }
-  define(result, Regs{compact, values});
+  define(result, Regs{compact.layout, values});
+}
+
+ReducedLayout reduced_layout(const LinearLayout& in, int axis) {
+  LinearLayout out = in.remove_dim(axis);
+  ReducedLayout r{out, {}};
+  r.layout.reg.clear();
+  for (size_t i = 0; i < out.reg.size(); ++i) {
+    bool zero = true;
+    for (auto v : out.reg[i]) zero &= v == 0;
+    if (!zero) {
+      r.kept_bits.push_back(static_cast<int>(i));
+      r.layout.reg.push_back(out.reg[i]);
+    }
+  }
+  return r;
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -56,15 +56,35 @@ void Lowering::lower_constant_like(const ir::Op& op) {
   define(result, Regs{layout, compute_constant_like(op, layout)});
 }
 
+// A broadcast's result takes the layout of a computed tile an elementwise op combines it
+// with (the logits a softmax subtracts its row max from), where the source's threads already
+// hold what that layout needs along the broadcast dims (a reduction's result over that
+// tile): no data moves, and the elementwise op needs no conversion. Else the default layout.
+LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>& dims) {
+  const ir::Value* result = op.result();
+  const LinearLayout& source = home(op.operands[0]).layout;
+  auto users = users_.find(result);
+  for (const ir::Op* user : users == users_.end() ? std::vector<const ir::Op*>{} : users->second) {
+    if (!is_elementwise(user->kind)) continue;
+    for (const ir::Value* other : user->operands) {
+      if (other == result || other->type.shape != result->type.shape || rematerializable(other)) continue;
+      auto defined = home_.find(other);
+      if (defined == home_.end()) continue;
+      if (register_map(source, defined->second.layout.squash(dims))) return defined->second.layout;
+    }
+  }
+  return default_layout(result->type.shape);
+}
+
 void Lowering::lower_shape_op(const ir::Op& op) {
   const ir::Value* in = op.operands[0];
   const ir::Value* result = op.result();
   switch (op.kind) {
     case K::broadcast: {
-      LinearLayout layout = default_layout(result->type.shape);
       std::vector<int> dims;
-      for (int d = 0; d < layout.rank(); ++d)
+      for (int d = 0; d < result->type.rank(); ++d)
         if (in->type.shape[d] != result->type.shape[d]) dims.push_back(d);
+      LinearLayout layout = broadcast_layout(op, dims);
       define(result, Regs{layout, in_layout(in, layout.squash(dims))});
       return;
     }

@@ -16,6 +16,7 @@ Lowering::Lowering(const ir::Function& function, const Target& gpu, llvm::LLVMCo
   ir::walk(fn.body, [&](const ir::Op& op) {
     if (op.kind == ir::OpKind::load || op.kind == ir::OpKind::store)
       min_memory_bytes_ = std::min(min_memory_bytes_, dtype_storage_bytes(op.operands[0]->type.dtype));
+    for (const ir::Value* v : op.operands) users_[v].push_back(&op);
   });
 }
 

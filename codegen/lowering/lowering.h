@@ -139,9 +139,16 @@ class Lowering {
   std::optional<MmaTiling> dot_tiling(const ir::Op& dot) const;
   // The warpgroup tiling of a dot on sm_90a (preferred over dot_tiling), or nullopt.
   std::optional<WgmmaTiling> wgmma_dot_tiling(const ir::Op& dot) const;
-  // The layout a loop carries a value in when the body yields `yielded`: a dot's
-  // accumulator stays in its instruction's layout; everything else in the default layout.
+  // The layout a dot's result is defined in: its instruction's accumulator layout, or the
+  // default one on the CUDA cores.
+  LinearLayout dot_result_layout(const ir::Op& dot) const;
+  // The layout a loop carries a value in when the body yields `yielded`: the one the body
+  // will define it in where that follows from the ops before it (a dot's accumulator, the
+  // rows of a reduction over it, elementwise updates of those), so that no iteration
+  // converts it; the default layout otherwise (codegen/lowering/carried_layout.cpp).
   LinearLayout carried_layout(const ir::Value* yielded) const;
+  // The layout of a broadcast's result (codegen/lowering/lower_shape.cpp).
+  LinearLayout broadcast_layout(const ir::Op& broadcast, const std::vector<int>& dims);
 
   // Layout conversion through shared memory (codegen/lowering/convert_layout.cpp).
   // With owners_only, replicated threads do not write (their values may differ).
@@ -171,6 +178,8 @@ class Lowering {
 
   // Rematerialized values are only reused within the region that computed them.
   void enter_region() { remat_cache_.clear(); }
+  // The layout `v` will be defined in, or nullopt (codegen/lowering/carried_layout.cpp).
+  std::optional<LinearLayout> predicted_layout(const ir::Value* v, int depth) const;
 
   // Op lowerings, one file each (codegen/lowering/lower_*.cpp).
   void lower_elementwise(const ir::Op& op);
@@ -197,6 +206,7 @@ class Lowering {
   llvm::Function* kernel_ = nullptr;
   AxisAnalysis axis_;
   std::map<const ir::Value*, Regs> home_;
+  std::map<const ir::Value*, std::vector<const ir::Op*>> users_;  // the ops that read each value
   std::map<std::pair<const ir::Value*, std::string>, std::vector<llvm::Value*>> remat_cache_;
   std::map<std::string, std::vector<llvm::Value*>> thread_offsets_;
   std::map<std::string, llvm::Value*> thread_linear_;
@@ -218,6 +228,17 @@ const ir::Value* transposed_dot_operand(const ir::Value* v);
 // `word_type`: a vector of the elements (<2 x half> for f16) or an integer holding their
 // bits from the lowest element up.
 llvm::Value* pack_fragment_word(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& parts, llvm::Type* word_type);
+
+// The ops lower_elementwise lowers: arithmetic, comparisons, math, select, casts, addptr.
+bool is_elementwise(ir::OpKind kind);
+
+// The layout of a reduction's result over an input in `in`: the axis removed, and the
+// register bits that only walked along it dropped (`kept_bits`: the input's bits that remain).
+struct ReducedLayout {
+  LinearLayout layout;
+  std::vector<int> kept_bits;
+};
+ReducedLayout reduced_layout(const LinearLayout& in, int axis);
 
 // Scalar arithmetic used by several lowerings.
 llvm::Value* emit_binary(Lowering& L, ir::OpKind kind, DType dtype, llvm::Value* a, llvm::Value* b);

@@ -1,7 +1,8 @@
 // Structured control flow: for loops with loop-carried tiles become a header with one phi
-// per register, if / else becomes a diamond with phis at the join. Carried values and
-// branch results live in the default layout of their shape, except that a loop carries a
-// dot's accumulator in the dot's own layout (no conversion per iteration). Loads that feed
+// per register, if / else becomes a diamond with phis at the join. Branch results live in
+// the default layout of their shape; a loop carries each value in the layout its body will
+// define it in where that can be told (codegen/lowering/carried_layout.cpp), so that no
+// iteration converts it. Loads that feed
 // dot are software-pipelined where they qualify (codegen/lowering/loop_pipeline.h).
 #include "codegen/lowering/loop_pipeline.h"
 #include "codegen/lowering/lowering.h"

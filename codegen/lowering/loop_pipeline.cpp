@@ -20,8 +20,6 @@ namespace {
 
 using K = ir::OpKind;
 
-int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 }  // namespace
 
 bool recomputable(K kind) {
@@ -236,10 +234,10 @@ const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, 
 void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step) {
   auto& b = L_.b;
   saved_scratch_offset_ = L_.scratch_offset;
-  int64_t end = align_up(L_.scratch_offset, SharedOperand::kAlignment);
+  int64_t end = SharedOperand::aligned(L_.scratch_offset);
   for (Staged& s : staged_) {
     s.offset = end;
-    s.tile_bytes = align_up(SharedOperand::bytes_of(s.load->result()->type), SharedOperand::kAlignment);
+    s.tile_bytes = SharedOperand::aligned(SharedOperand::bytes_of(s.load->result()->type));
     end += stages_ * s.tile_bytes;
   }
   if (uses_tma_) {
@@ -250,7 +248,7 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   L_.reserve_shared(0);
   // Scratch tiles stored during the loop (an operand the ring does not hold) start aligned
   // too; the padding counts only when there are some.
-  L_.scratch_offset = align_up(end, SharedOperand::kAlignment);
+  L_.scratch_offset = SharedOperand::aligned(end);
   // The rings overlay scratch space that earlier lowerings may still be reading, or have
   // written through the generic proxy (ordered before the TMA's writes by each writer's fence).
   if (uses_tma_) fence_proxy_async();

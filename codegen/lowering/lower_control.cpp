@@ -36,6 +36,7 @@ void Lowering::lower_for(const ir::Op& op) {
     layouts.push_back(yielded->type.is_scalar() ? LinearLayout{} : carried_layout(yielded));
     init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
   }
+  InvariantTiles invariant = hold_invariant_operands(op);
   // The pipeline of this loop's loads: planned by the loop around it when a producer runs
   // across that loop's iterations, else here.
   LoopPipeline* pipeline = spanning_pipeline && &spanning_pipeline->loop() == &op ? spanning_pipeline : nullptr;
@@ -95,6 +96,7 @@ void Lowering::lower_for(const ir::Op& op) {
   if (pipeline) pipeline->leave(stage, ub, step);
   if (planned) planned->finish();
   if (planned && !pipeline) spanning_pipeline = nullptr;
+  release_invariant_operands(invariant);
 }
 
 void Lowering::lower_if(const ir::Op& op) {

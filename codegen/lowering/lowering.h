@@ -38,6 +38,13 @@ namespace lowering {
 
 class LoopPipeline;
 
+// Operand tiles a loop keeps in shared memory for all its iterations, and the scratch
+// offset to go back to after it.
+struct InvariantTiles {
+  int64_t saved_scratch_offset = 0;
+  std::vector<const ir::Value*> values;
+};
+
 // The registers of one value in one layout. Scalars have an empty-shape layout and one register.
 struct Regs {
   LinearLayout layout;
@@ -147,6 +154,11 @@ class Lowering {
   // rows of a reduction over it, elementwise updates of those), so that no iteration
   // converts it; the default layout otherwise (codegen/lowering/carried_layout.cpp).
   LinearLayout carried_layout(const ir::Value* yielded) const;
+  // Dot operands computed before `loop` that its iterations would store into scratch:
+  // stored once, into tiles kept for the loop (codegen/lowering/invariant_operands.cpp);
+  // released after the loop.
+  InvariantTiles hold_invariant_operands(const ir::Op& loop);
+  void release_invariant_operands(const InvariantTiles& held);
   // The layout of a broadcast's result (codegen/lowering/lower_shape.cpp).
   LinearLayout broadcast_layout(const ir::Op& broadcast, const std::vector<int>& dims);
 

@@ -218,8 +218,7 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   t.a_staged = t.a != nullptr, t.b_staged = t.b != nullptr;
   bool a_store = a_wanted && !t.a, b_store = b_wanted && !t.b;
   if (!a_store && !b_store) return t;
-  auto align = [](int64_t v) { return (v + SharedOperand::kAlignment - 1) / SharedOperand::kAlignment * SharedOperand::kAlignment; };
-  int64_t a_bytes = a_store ? align(SharedOperand::bytes_of(a->type)) : 0;
+  int64_t a_bytes = a_store ? SharedOperand::aligned(SharedOperand::bytes_of(a->type)) : 0;
   int64_t b_bytes = b_store ? SharedOperand::bytes_of(b->type) : 0;
   if (a_store) t.a = L.shared_base();
   if (b_store) t.b = L.b.CreateGEP(L.b.getInt8Ty(), L.shared_base(), L.const_i32(a_bytes));

@@ -18,6 +18,8 @@ class SharedOperand {
   // Where operand tiles start: wgmma's 128-byte swizzle repeats every 1024 bytes of the
   // shared window, and a descriptor names a tile by its unswizzled start.
   static constexpr int64_t kAlignment = 1024;
+  // `bytes` rounded up to kAlignment.
+  static int64_t aligned(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
   // The tile of `type` (rank 2) at `base` in shared memory.
   SharedOperand(Lowering& L, const ir::Type& type, llvm::Value* base);

@@ -163,13 +163,16 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
 
   int regs = instr.n / 2;
   WgmmaAsm wgmma = wgmma_asm(instr, regs);
+  // A's words are packed before the fence, which orders the register writes before the reads.
+  std::vector<std::vector<llvm::Value*>> a_words;
+  for (int step = 0; step < t.reps_k; ++step)
+    for (int m = 0; m < t.reps_m; ++m) a_words.push_back(a_operands(m, step));
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
   for (int step = 0; step < t.reps_k; ++step)
     for (int m = 0; m < t.reps_m; ++m) {
-      std::vector<llvm::Value*> a_words = a_operands(m, step);
       for (int n = 0; n < t.reps_n; ++n) {
         auto [b_base, b_per_group] = b_offset(n, step);
-        std::vector<llvm::Value*> extra = a_words;
+        std::vector<llvm::Value*> extra = a_words[static_cast<size_t>(step * t.reps_m + m)];
         extra.push_back(descriptor(slice_base(tiles.b, group_n, b_per_group), b_desc, b_base));
         extra.push_back(const_i32(1));
         std::vector<llvm::Value*> d;

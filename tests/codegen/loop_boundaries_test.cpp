@@ -5,41 +5,12 @@
 // is stored to shared memory once, not at every iteration.
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include "codegen/compiler.h"
-#include "dsl/kernel.h"
 #include "ptxas_check.h"
+#include "tests/loop_kernels.h"
 
 namespace tilejit::codegen {
 namespace {
-
-using namespace tilejit::dsl;
-
-// For each of BLOCK_M query rows, the running max m and sum l of exp(q . k - m) over all
-// S keys, BLOCK_N keys per iteration (S a multiple of BLOCK_N).
-Kernel online_softmax_kernel() {
-  return define_kernel(
-      "online_softmax_rows", {"q", "k", "m_out", "l_out", "S"}, {{"BLOCK_M", 64}, {"BLOCK_N", 16}, {"HEAD", 32}},
-      [](const Constants& c, Ptr<bf16> q, Ptr<bf16> k, Ptr<f32> m_out, Ptr<f32> l_out, Scalar<i32> S) {
-        int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], h = c["HEAD"];
-        Tile rows = arange(0, bm), cols = arange(0, h);
-        Tile q_tile = load(q + expand_dims(rows, 1) * h + expand_dims(cols, 0));  // (BLOCK_M, HEAD)
-        std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
-                                  zeros({bm}, DType::f32)};
-        std::vector<Tile> r = for_range(0, S, bn, init, [&](Tile first, std::vector<Tile> carried) {
-          Tile keys = first + arange(0, bn);
-          Tile k_tile = load(k + expand_dims(keys, 1) * h + expand_dims(cols, 0));  // (BLOCK_N, HEAD)
-          Tile logits = dot(q_tile, trans(k_tile), zeros({bm, bn}, DType::f32));   // (BLOCK_M, BLOCK_N)
-          Tile m = maximum(carried[0], max(logits, 1));
-          Tile p = exp(logits - expand_dims(m, 1));
-          Tile l = carried[1] * exp(carried[0] - m) + sum(p, 1);
-          return std::vector<Tile>{m, l};
-        });
-        store(m_out + rows, r[0]);
-        store(l_out + rows, r[1]);
-      });
-}
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -65,7 +36,7 @@ TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
   // on sm_80 q's (two 16-byte stores per thread) and k's (one of 8 bytes); on sm_90a k's
   // only, as q, computed before the loop, is stored once before it for every iteration's
   // wgmma.
-  Kernel kernel = online_softmax_kernel();
+  dsl::Kernel kernel = testing_kernels::online_softmax_kernel();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
     auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
@@ -80,6 +51,22 @@ TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
     EXPECT_EQ(count(body, "shfl.sync.bfly"), 2u * 2u * 2u);
     expect_ptxas_accepts(k, true);
   }
+}
+
+TEST(InvariantOperands, AWgmmaOperandComputedBeforeTheLoopIsStoredOnce) {
+  // w, loaded before the loop and read by every iteration's dot as trans(w) (B held (N, K)):
+  // on sm_90a the loop stores only its own x tile (two 16-byte stores per thread), between
+  // the two barriers; w is stored once, before the loop.
+  dsl::Kernel kernel = testing_kernels::invariant_weight_kernel();
+  auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+  CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+  std::string body = loop_body(k.ptx, "wgmma.fence");
+  ASSERT_FALSE(body.empty()) << k.ptx;
+  EXPECT_EQ(count(body, "bar.sync"), 2u) << body;
+  EXPECT_EQ(count(body, "st.shared"), 2u) << body;
+  std::string before = k.ptx.substr(0, k.ptx.find(body));
+  EXPECT_EQ(count(before, "st.shared"), 1u) << "w's one store (16 x 32 bf16: 8 bytes per thread)\n" << before;
+  expect_ptxas_accepts(k, true);
 }
 
 }  // namespace

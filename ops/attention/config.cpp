@@ -49,7 +49,7 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
   // {block_m, block_n, num_warps, head_chunk, num_stages} per padded head dim 16, 32, 64, 128,
   // 256; one stage, which never adds registers (two are the tuner's to choose).
   static const KernelConfig forward16[] = {
-      {64, 32, 4, 16, 1}, {128, 32, 8, 32, 1}, {128, 32, 8, 64, 1}, {64, 32, 8, 64, 1}, {16, 32, 8, 64, 1}};
+      {64, 16, 4, 16, 1}, {128, 32, 8, 32, 1}, {128, 32, 8, 64, 1}, {64, 32, 8, 32, 1}, {16, 32, 8, 64, 1}};
   static const KernelConfig query_blocks16[] = {
       {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {64, 32, 8, 32, 1}, {32, 32, 8, 64, 1}};
   static const KernelConfig dkdv16[] = {

@@ -1,13 +1,16 @@
-// Moving a tile between layouts through shared memory: every thread writes the elements
-// it holds at their row-major offset, the CTA synchronises, and every thread reads the
-// elements the new layout gives it. The scratch space is shared by all conversions; the
-// barrier before the writes keeps a conversion from overwriting data still being read.
+// Moving a tile between layouts through shared memory: the threads write the elements they
+// hold at their row-major offsets, the CTA synchronises, and every thread reads the
+// elements the new layout gives it. Where the layout replicates elements over threads only
+// the first holder writes: one store per element, no two threads writing one address, and
+// an atomic's replicas (which may hold different values) agree on the owner's. The scratch
+// space is shared by all conversions; the barrier before the writes keeps a conversion from
+// overwriting data still being read.
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
 
 std::vector<llvm::Value*> Lowering::convert_through_shared(const ir::Type& type, const Regs& from,
-                                                           const LinearLayout& to, bool owners_only) {
+                                                           const LinearLayout& to) {
   llvm::Type* elem = type.pointer ? llvm_type(type.element()) : memory_type(type.dtype);
   int64_t bytes = type.numel() * static_cast<int64_t>(module()->getDataLayout().getTypeAllocSize(elem));
   reserve_shared(bytes);
@@ -21,8 +24,7 @@ std::vector<llvm::Value*> Lowering::convert_through_shared(const ir::Type& type,
   barrier();
   std::vector<bool> dup = from.layout.duplicate_registers();
   llvm::BasicBlock* after = nullptr;
-  if (owners_only) {
-    // Replicas may hold different values (an atomic's result): only the owner writes.
+  if (from.layout.replicated_lane_mask() || from.layout.replicated_warp_mask()) {
     auto* write = llvm::BasicBlock::Create(ctx, "owner_write", b.GetInsertBlock()->getParent());
     after = llvm::BasicBlock::Create(ctx, "owner_write_done", b.GetInsertBlock()->getParent());
     b.CreateCondBr(owns_data(from.layout), write, after);

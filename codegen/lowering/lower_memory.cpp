@@ -163,14 +163,14 @@ void Lowering::lower_atomic(const ir::Op& op) {
     // Thread 0 performed the atomic; every thread gets its result.
     LinearLayout single = LinearLayout::blocked({1}, fn.num_warps, 1);
     std::vector<llvm::Value*> shared =
-        convert_through_shared(ir::Type{dtype, false, {1}}, Regs{single, result}, single, true);
+        convert_through_shared(ir::Type{dtype, false, {1}}, Regs{single, result}, single);
     define_scalar(op.result(), shared[0]);
     return;
   }
   Regs owned{layout, result};
   bool replicated = layout.replicated_lane_mask() || layout.replicated_warp_mask();
   for (bool d : dup) replicated |= d;
-  if (replicated) result = convert_through_shared(op.result()->type, owned, layout, true);
+  if (replicated) result = convert_through_shared(op.result()->type, owned, layout);
   define(op.result(), Regs{layout, result});
 }
 

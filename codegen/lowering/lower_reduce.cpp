@@ -144,15 +144,25 @@ void Lowering::lower_reduce(const ir::Op& op) {
       return b.CreateAdd(offset.thread, const_i32(offset.constant));
     };
     barrier();
-    std::map<Coord, bool> written;
-    for (int r = 0; r < layout.num_regs(); ++r) {
-      if (dup[r] || written[slice_of[r]]) continue;
-      written[slice_of[r]] = true;
-      llvm::Value* slot = b.CreateAdd(b.CreateMul(group, const_i32(slice_elems)), slice_index(r));
-      const Partial& p = by_slice.at(slice_of[r]);
-      b.CreateStore(p.value, b.CreateGEP(vtype, base, slot));
-      if (red.is_arg()) b.CreateStore(p.index, b.CreateGEP(b.getInt32Ty(), index_base, slot));
-    }
+    // One writer per slot: of the threads holding the same partial (the lanes along the axis
+    // after the shuffles, replicas of the input), the first; each group along the axis has
+    // its own slots.
+    uint32_t warp_replicas = out_layout.replicated_warp_mask();
+    for (int bit : warp_bits) warp_replicas &= ~(1u << bit);
+    llvm::Value* writer = b.CreateAnd(
+        b.CreateICmpEQ(b.CreateAnd(lane_id(), const_i32(out_layout.replicated_lane_mask())), const_i32(0)),
+        b.CreateICmpEQ(b.CreateAnd(warp_id(), const_i32(warp_replicas)), const_i32(0)));
+    emit_if(writer, "reduce.write", [&] {
+      std::map<Coord, bool> written;
+      for (int r = 0; r < layout.num_regs(); ++r) {
+        if (dup[r] || written[slice_of[r]]) continue;
+        written[slice_of[r]] = true;
+        llvm::Value* slot = b.CreateAdd(b.CreateMul(group, const_i32(slice_elems)), slice_index(r));
+        const Partial& p = by_slice.at(slice_of[r]);
+        b.CreateStore(p.value, b.CreateGEP(vtype, base, slot));
+        if (red.is_arg()) b.CreateStore(p.index, b.CreateGEP(b.getInt32Ty(), index_base, slot));
+      }
+    });
     barrier();
     for (auto& [key, p] : by_slice) {
       int r = 0;

@@ -162,10 +162,9 @@ class Lowering {
   // The layout of a broadcast's result (codegen/lowering/lower_shape.cpp).
   LinearLayout broadcast_layout(const ir::Op& broadcast, const std::vector<int>& dims);
 
-  // Layout conversion through shared memory (codegen/lowering/convert_layout.cpp).
-  // With owners_only, replicated threads do not write (their values may differ).
-  std::vector<llvm::Value*> convert_through_shared(const ir::Type& type, const Regs& from, const LinearLayout& to,
-                                                   bool owners_only = false);
+  // Layout conversion through shared memory (codegen/lowering/convert_layout.cpp); of
+  // elements replicated over threads, the first holder's value.
+  std::vector<llvm::Value*> convert_through_shared(const ir::Type& type, const Regs& from, const LinearLayout& to);
   // Emits `body` under `if (cond)`; returns the block the body ended in and the merge block.
   template <typename F>
   std::pair<llvm::BasicBlock*, llvm::BasicBlock*> emit_if(llvm::Value* cond, const char* name, F&& body) {

@@ -30,14 +30,8 @@ bool recomputable(K kind) {
     case K::arange:
     case K::splat:
     case K::broadcast:
-    case K::expand_dims:
-    case K::cmp:
-    case K::fma:
-    case K::select:
-    case K::cast:
-    case K::bitcast:
-    case K::addptr: return true;
-    default: return ir::is_elementwise_binary(kind) || ir::is_elementwise_unary(kind);
+    case K::expand_dims: return true;
+    default: return is_elementwise(kind);
   }
 }
 

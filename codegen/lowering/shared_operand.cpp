@@ -109,18 +109,25 @@ void SharedOperand::store(const ir::Value* v) {
   int vec = row_vector(layout);
   std::vector<bool> duplicate = layout.duplicate_registers();
   llvm::Type* elem = regs.values[0]->getType();
-  for (int r = 0; r < layout.num_regs(); r += vec) {
-    if (duplicate[static_cast<size_t>(r)]) continue;
-    std::vector<llvm::Value*> c = L_.coords(layout, r);
-    llvm::Value* value = regs.values[static_cast<size_t>(r)];
-    if (vec > 1) {
-      value = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, static_cast<unsigned>(vec)));
-      for (int i = 0; i < vec; ++i)
-        value = b.CreateInsertElement(value, regs.values[static_cast<size_t>(r + i)], b.getInt32(static_cast<uint32_t>(i)));
+  auto store_held = [&] {
+    for (int r = 0; r < layout.num_regs(); r += vec) {
+      if (duplicate[static_cast<size_t>(r)]) continue;
+      std::vector<llvm::Value*> c = L_.coords(layout, r);
+      llvm::Value* value = regs.values[static_cast<size_t>(r)];
+      if (vec > 1) {
+        value = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, static_cast<unsigned>(vec)));
+        for (int i = 0; i < vec; ++i)
+          value = b.CreateInsertElement(value, regs.values[static_cast<size_t>(r + i)], b.getInt32(static_cast<uint32_t>(i)));
+      }
+      b.CreateAlignedStore(value, address(c[0], b.CreateMul(c[1], L_.const_i32(element_bytes_))),
+                           llvm::Align(static_cast<uint64_t>(vec * element_bytes_)));
     }
-    b.CreateAlignedStore(value, address(c[0], b.CreateMul(c[1], L_.const_i32(element_bytes_))),
-                         llvm::Align(static_cast<uint64_t>(vec * element_bytes_)));
-  }
+  };
+  // Elements replicated over threads are stored by their first holder only.
+  if (layout.replicated_lane_mask() || layout.replicated_warp_mask())
+    L_.emit_if(L_.owns_data(layout), "operand.owner", store_held);
+  else
+    store_held();
 }
 
 // ldmatrix.x4, lanes 0-7 / 8-15 / 16-23 / 24-31 giving the rows of the (rows 0-7, bytes 0-15)

@@ -29,8 +29,9 @@ class SharedOperand {
 
   // Every thread writes the elements of `v` it holds: with stmatrix where they are its
   // fragments, else runs of registers that are consecutive along the row (a thread's vector)
-  // as one store of up to 16 bytes. Called by every thread (every consumer warp), converged:
-  // stmatrix is a warp's instruction.
+  // as one store of up to 16 bytes, elements replicated over threads by their first holder
+  // only. Called by every thread (every consumer warp), converged: stmatrix is a warp's
+  // instruction.
   void store(const ir::Value* v);
   // The elements every thread holds in `layout` (of the tile's shape), as `elem` registers.
   std::vector<llvm::Value*> load(const LinearLayout& layout, llvm::Type* elem);

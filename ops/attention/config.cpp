@@ -10,7 +10,8 @@
 // checks that; with every option at once, bias and mask tiles included, a few f32 and
 // head-dim-256 kernels spill some bytes):
 // - forward: up to 128 queries per program, so each K / V block is read for many rows;
-//   fewer as H grows, and 32 keys per step, which keeps the (BLOCK_M, BLOCK_N) logits small.
+//   fewer as H grows, and 32 keys per step (16 at H = 16 and 128, where sm_80 spilled at
+//   32), which keeps the (BLOCK_M, BLOCK_N) logits small.
 // - f32 runs tf32x3, whose split operands need about twice the registers of 16-bit ones:
 //   smaller blocks, and head-dim chunks of 16 (32 at H = 256).
 // - the backward kernels over query blocks (rows, dq) share one row; dk / dv, which carries
@@ -49,7 +50,7 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
   // {block_m, block_n, num_warps, head_chunk, num_stages} per padded head dim 16, 32, 64, 128,
   // 256; one stage, which never adds registers (two are the tuner's to choose).
   static const KernelConfig forward16[] = {
-      {64, 16, 4, 16, 1}, {128, 32, 8, 32, 1}, {128, 32, 8, 64, 1}, {64, 32, 8, 32, 1}, {16, 32, 8, 64, 1}};
+      {64, 16, 4, 16, 1}, {128, 32, 8, 32, 1}, {128, 32, 8, 64, 1}, {64, 16, 8, 32, 1}, {16, 32, 8, 64, 1}};
   static const KernelConfig query_blocks16[] = {
       {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {64, 64, 8, 64, 1}, {64, 32, 8, 32, 1}, {32, 32, 8, 64, 1}};
   static const KernelConfig dkdv16[] = {

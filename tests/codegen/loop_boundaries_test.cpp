@@ -6,17 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
+#include "ptx_text.h"
 #include "ptxas_check.h"
 #include "tests/loop_kernels.h"
 
 namespace tilejit::codegen {
 namespace {
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // The PTX of the kernel's one loop: from the label of the block that holds its first
 // instruction `first` to the branch back to it.

@@ -7,6 +7,7 @@
 
 #include "codegen/mma_layout.h"
 #include "codegen/wgmma_layout.h"
+#include "ptx_text.h"
 #include "ptxas_check.h"
 #include "tests/tensor_core_gemm.h"
 
@@ -36,12 +37,6 @@ const Case kCases[] = {
     {DType::f8e5m2, DType::f8e4m3, 0, gemm<DType::f8e5m2, DType::f8e4m3>},
     {DType::f8e5m2, DType::f8e5m2, 0, gemm<DType::f8e5m2, DType::f8e5m2>},
 };
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 TEST(TensorCoreCompile, EveryPairingUsesItsInstructionAndAssemblesWithoutSpills) {
   for (const Case& c : kCases)

@@ -4,17 +4,12 @@
 // on sm_80 the same kernel reads the blocks with global loads and has no TMA at all.
 #include <gtest/gtest.h>
 
+#include "ptx_text.h"
 #include "ptxas_check.h"
 #include "tests/tensor_core_gemm.h"
 
 namespace tilejit::codegen {
 namespace {
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 CompiledKernel compile_desc_gemm(const char* arch, int stages) {
   dsl::Kernel kernel = testing_kernels::tensor_core_gemm_desc<DType::bf16, DType::bf16>();

@@ -169,7 +169,7 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
     for (int m = 0; m < t.reps_m; ++m) a_words.push_back(a_operands(m, step));
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
   for (int step = 0; step < t.reps_k; ++step)
-    for (int m = 0; m < t.reps_m; ++m) {
+    for (int m = 0; m < t.reps_m; ++m)
       for (int n = 0; n < t.reps_n; ++n) {
         auto [b_base, b_per_group] = b_offset(n, step);
         std::vector<llvm::Value*> extra = a_words[static_cast<size_t>(step * t.reps_m + m)];
@@ -180,7 +180,6 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
         d = call_tied_asm(b, wgmma.text, wgmma.constraints, d, extra);
         for (int i = 0; i < regs; ++i) acc[static_cast<size_t>(t.acc_register(m, n, i))] = d[static_cast<size_t>(i)];
       }
-    }
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
   define(op.result(), Regs{t.acc, wait_for_wgmma(dots_in_flight.count(&op) ? 1 : 0, acc)});
 }

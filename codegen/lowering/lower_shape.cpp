@@ -63,8 +63,7 @@ void Lowering::lower_constant_like(const ir::Op& op) {
 LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>& dims) {
   const ir::Value* result = op.result();
   const LinearLayout& source = home(op.operands[0]).layout;
-  auto users = users_.find(result);
-  for (const ir::Op* user : users == users_.end() ? std::vector<const ir::Op*>{} : users->second) {
+  for (const ir::Op* user : users_[result]) {
     if (!is_elementwise(user->kind)) continue;
     for (const ir::Value* other : user->operands) {
       if (other == result || other->type.shape != result->type.shape || rematerializable(other)) continue;

@@ -168,7 +168,7 @@ struct Cta {
   NamedBarrier barriers[kNamedBarriers];
   uint32_t epoch = 1;  // barrier intervals, for the race detector (any named barrier ends one)
   std::vector<WarpExchange> warps;
-  std::vector<RaceShadow> shadow;  // one per 4 bytes of shared memory, when racecheck is on
+  std::vector<RaceShadow> shadow;  // one per byte of shared memory, when racecheck is on
   std::vector<ProxyShadow> generic_writes;  // one per 4 bytes of shared memory
   uint32_t proxy_clock = 1;
   std::unordered_map<int64_t, Mbarrier> mbarriers;  // by offset in the shared block

@@ -125,7 +125,7 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
     cta.shared = window(rank);
     std::memset(cta.shared, static_cast<int>(kSharedPoison), static_cast<size_t>(launch.shared_bytes));
     cta.generic_writes.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), ProxyShadow{});
-    if (launch.racecheck) cta.shadow.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), RaceShadow{});
+    if (launch.racecheck) cta.shadow.assign(static_cast<size_t>(launch.shared_bytes), RaceShadow{});
     for (int i = 0; i < n; ++i) {
       Thread& t = cta.threads[static_cast<size_t>(i)];
       t.tid = i;

@@ -1,8 +1,9 @@
 // Emulation of the memory spaces and the checks on every access: global accesses must fall
 // inside an allocation the runtime knows and be naturally aligned; shared accesses must fall
 // inside the CTA's shared block. With TILEJIT_EMU_RACECHECK=1, shared accesses are also
-// checked for races: two threads touching one word between the same two barriers, one of
-// them writing (atomics excepted). Every shared write is also remembered for the async-proxy
+// checked for races: two threads touching one byte between the same two barriers, one of
+// them writing (atomics excepted). The shadow is per byte: threads storing neighbouring bytes
+// or halves of one word (a tile of i8 or f16 written element by element) do not race. Every shared write is also remembered for the async-proxy
 // check of wgmma's operand reads (runtime/emu/wgmma_ops.cpp).
 #include <cstdint>
 
@@ -30,15 +31,15 @@ std::byte* shared_base() { return current().cta->shared; }
 void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
   int tid = current().thread->tid;
   bool write = flags & codegen::kAccessWrite;
-  for (int64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word) {
-    RaceShadow& s = cta.shadow[static_cast<size_t>(word)];
+  for (int64_t byte = offset; byte < offset + bytes; ++byte) {
+    RaceShadow& s = cta.shadow[static_cast<size_t>(byte)];
     int other = -1;
     const char* kind = "";
     if (s.write_epoch == cta.epoch && s.writer != tid) other = s.writer, kind = "written by";
     if (write && other < 0 && s.read_epoch == cta.epoch && s.reader != tid) other = s.reader, kind = "read by";
     if (other != -1) {
       std::string whom = other == -2 ? std::string("several threads") : fmt::format("thread {}", other);
-      abort_thread(fmt::format("shared memory race at offset {}: {} here, {} {} since the last barrier", word * 4,
+      abort_thread(fmt::format("shared memory race at offset {}: {} here, {} {} since the last barrier", byte,
                                write ? "written" : "read", kind, whom));
     }
     if (write) {

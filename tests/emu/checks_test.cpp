@@ -40,23 +40,36 @@ class RaceCheck {
   ~RaceCheck() { unsetenv("TILEJIT_EMU_RACECHECK"); }
 };
 
-// out[t] = shared[(t + 1) % 128] after every thread stored shared[t] = t.
-std::string neighbour_exchange(bool with_barrier) {
-  return std::string(R"(
+// out[t] = shared[(t + 1) % 128] after every thread stored shared[t] = t, shared holding
+// `element` (i32, or i8: four threads' stores share one word).
+std::string neighbour_exchange(bool with_barrier, const std::string& element = "i32") {
+  bool narrow = element != "i32";
+  auto typed = [&](std::string text) {
+    auto replace = [&](const std::string& from, const std::string& to) {
+      for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+    };
+    replace("ELEM", element);
+    replace("NARROW", narrow ? "trunc" : "bitcast");
+    replace("WIDEN", narrow ? "zext" : "bitcast");
+    return text;
+  };
+  return typed(R"(
 define ptx_kernel void @exchange(ptr addrspace(1) %out) {
   %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %p = getelementptr i32, ptr addrspace(3) @smem, i32 %t
-  store i32 %t, ptr addrspace(3) %p
-)") + (with_barrier ? "  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)\n" : "") + R"(
+  %p = getelementptr ELEM, ptr addrspace(3) @smem, i32 %t
+  %e = NARROW i32 %t to ELEM
+  store ELEM %e, ptr addrspace(3) %p
+)") + (with_barrier ? "  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)\n" : "") + typed(R"(
   %n = add i32 %t, 1
   %m = and i32 %n, 127
-  %q = getelementptr i32, ptr addrspace(3) @smem, i32 %m
-  %v = load i32, ptr addrspace(3) %q
+  %q = getelementptr ELEM, ptr addrspace(3) @smem, i32 %m
+  %v = load ELEM, ptr addrspace(3) %q
+  %w = WIDEN ELEM %v to i32
   %o = getelementptr i32, ptr addrspace(1) %out, i32 %t
-  store i32 %v, ptr addrspace(1) %o
+  store i32 %w, ptr addrspace(1) %o
   ret void
 }
-)";
+)");
 }
 
 TEST(EmulatorChecks, RaceWithoutBarrierIsReported) {
@@ -69,11 +82,24 @@ TEST(EmulatorChecks, RaceWithoutBarrierIsReported) {
 
 TEST(EmulatorChecks, BarrierOrdersTheExchange) {
   RaceCheck on;
+  for (const char* element : {"i32", "i8"}) {
+    SCOPED_TRACE(element);
+    Tensor out = Tensor::empty(Device::emu(), DType::i32, {128});
+    out.fill_bytes(0xff);
+    launch_ir(neighbour_exchange(true, element), "exchange", 128, 512, out);
+    std::vector<int32_t> got = out.to_host<int32_t>();
+    for (int t = 0; t < 128; ++t) ASSERT_EQ(got[size_t(t)], (t + 1) % 128) << "thread " << t;
+  }
+}
+
+// Races are tracked per byte: threads storing neighbouring bytes of one word do not race
+// (the exchange above passes), and a byte read before its writer's barrier still does.
+TEST(EmulatorChecks, ByteRaceIsReportedAtItsByte) {
+  RaceCheck on;
   Tensor out = Tensor::empty(Device::emu(), DType::i32, {128});
-  out.fill_bytes(0xff);
-  launch_ir(neighbour_exchange(true), "exchange", 128, 512, out);
-  std::vector<int32_t> got = out.to_host<int32_t>();
-  for (int t = 0; t < 128; ++t) ASSERT_EQ(got[size_t(t)], (t + 1) % 128) << "thread " << t;
+  std::string error = error_of([&] { launch_ir(neighbour_exchange(false, "i8"), "exchange", 128, 128, out); });
+  EXPECT_THAT(error, HasSubstr("shared memory race at offset 1"));
+  EXPECT_THAT(error, HasSubstr("thread (1, 0, 0)"));
 }
 
 TEST(EmulatorChecks, DivergentBarrierIsReported) {

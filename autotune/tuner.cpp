@@ -1,6 +1,7 @@
 #include "autotune/tuner.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "autotune/parallel.h"
 #include "autotune/resource_limits.h"
@@ -10,14 +11,18 @@
 namespace tilejit::autotune {
 namespace {
 
-// The configs that meet every constraint for `shape`, cheapest estimate first (ties keep the
-// space's order).
+// The configs to time for `shape`: the heuristic's first, when the op has one (what an untuned
+// call runs, timed whatever the space and the cost model say of it, so a tuned result is never
+// slower than the default), then those that meet every constraint, cheapest estimate first
+// (ties keep the space's order).
 std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device,
                                       TuneResult& result) {
   struct Ranked {
     Config config;
     double estimate_ms;
   };
+  std::optional<Config> heuristic;
+  if (op.heuristic) heuristic = op.heuristic(shape, device);
   std::vector<Ranked> ranked;
   for (Config& config : op.space.configs()) {
     ++result.configs;
@@ -26,11 +31,13 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
       log::debug("autotune {} [{}]: {} pruned: needs {}", op.name, shape.str(), config.str(), *broken);
       continue;
     }
+    if (config == heuristic) continue;
     double estimate = op.work ? estimate_ms(op.work(config, shape), device) : 0;
     ranked.push_back({std::move(config), estimate});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.estimate_ms < b.estimate_ms; });
   std::vector<Config> out;
+  if (heuristic) out.push_back(*heuristic);
   for (Ranked& r : ranked) out.push_back(std::move(r.config));
   return out;
 }

@@ -39,7 +39,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
     options.is_causal = spec.causal;
     options.return_logsumexp = true;
     problem_ = check_attention(OpArguments("attention"), *q_, *k_, *v_, options);
-    heuristic_ = choose_configs(spec.dtype, spec.head_dim);
+    heuristic_ = choose_configs(spec.dtype, spec.head_dim, device.info());
     Tensor out = Tensor::empty(device, spec.dtype, problem_->q_shape());
     Tensor lse = Tensor::empty(device, DType::f32, problem_->logsumexp_shape());
     if (kernel == TunedKernel::forward) {

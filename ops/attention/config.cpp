@@ -16,6 +16,15 @@
 //   smaller blocks, and head-dim chunks of 16 (32 at H = 256).
 // - the backward kernels over query blocks (rows, dq) share one row; dk / dv, which carries
 //   two accumulators, takes smaller blocks.
+// On sm_90 (wgmma), 16-bit inputs have tables of their own, which put 128 rows on 8 warps
+// where the registers allow: each warpgroup owns 64 whole rows (row reductions are shuffles
+// only, and no warpgroup splits a B operand along N inside a swizzle span, which sends a
+// product back to mma.sync), and wgmma reads its operands from shared memory, leaving the
+// registers to the accumulators and the logits. The forward and dq take the whole head dim as
+// one chunk (wgmma's N), the forward 64 keys per step (32 at H = 256); dk / dv, with two
+// accumulators, 128 keys per program and fewer queries per step as H grows. Two stages: the
+// next blocks are copied into a shared-memory ring during a step instead of being stored to
+// shared memory after each load, and ptxas needs fewer registers for it.
 #include "ops/attention/config.h"
 
 #include <algorithm>
@@ -46,7 +55,7 @@ int64_t padded_head_dim(int64_t head_dim) {
   return p;
 }
 
-AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
+AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo& device) {
   // {block_m, block_n, num_warps, head_chunk, num_stages} per padded head dim 16, 32, 64, 128,
   // 256; one stage, which never adds registers (two are the tuner's to choose).
   static const KernelConfig forward16[] = {
@@ -61,12 +70,18 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim) {
       {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig dkdv32[] = {
       {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 32, 1}};
+  static const KernelConfig forward16_wgmma[] = {
+      {128, 64, 8, 16, 2}, {128, 64, 8, 32, 2}, {128, 64, 8, 64, 2}, {128, 64, 8, 128, 2}, {128, 32, 8, 256, 2}};
+  static const KernelConfig query_blocks16_wgmma[] = {
+      {128, 64, 8, 16, 2}, {128, 64, 8, 32, 2}, {128, 64, 8, 64, 2}, {128, 32, 8, 128, 2}, {64, 32, 8, 256, 2}};
+  static const KernelConfig dkdv16_wgmma[] = {
+      {64, 128, 8, 16, 2}, {64, 128, 8, 32, 2}, {64, 128, 8, 64, 2}, {32, 128, 8, 128, 2}, {16, 64, 8, 128, 2}};
   const int row = table_row(padded_head_dim(head_dim));
-  const bool wide = dtype == DType::f32;
+  const bool wide = dtype == DType::f32, wgmma = !wide && device.cc_major == 9;
   AttentionConfigs c;
-  c.forward = (wide ? forward32 : forward16)[row];
-  c.preprocess = c.dq = (wide ? query_blocks32 : query_blocks16)[row];
-  c.dkdv = (wide ? dkdv32 : dkdv16)[row];
+  c.forward = (wide ? forward32 : wgmma ? forward16_wgmma : forward16)[row];
+  c.preprocess = c.dq = (wide ? query_blocks32 : wgmma ? query_blocks16_wgmma : query_blocks16)[row];
+  c.dkdv = (wide ? dkdv32 : wgmma ? dkdv16_wgmma : dkdv16)[row];
   return c;
 }
 

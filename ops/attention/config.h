@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/dtype.h"
+#include "runtime/device.h"
 
 namespace tilejit::ops::attention_detail {
 
@@ -36,6 +37,7 @@ struct AttentionConfigs {
   KernelConfig dq;          // BLOCK_M queries per program, BLOCK_N keys per step
 };
 
-AttentionConfigs choose_configs(DType dtype, int64_t head_dim);
+// The heuristic's configs for `dtype` and `head_dim` on `device` (config.cpp).
+AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo& device);
 
 }  // namespace tilejit::ops::attention_detail

@@ -29,7 +29,8 @@ int64_t step_rows(TunedKernel kernel, const Config& c) {
 // Live values per thread: the f32 accumulators of the program's rows (one for the forward and
 // dq, dk and dv for dk / dv), its resident operands (q; q and dout; k and v), packed two to a
 // register for 16-bit inputs, and the f32 (rows, step) tiles (the logits; p and dp in the
-// backward). The heuristic's configs (config.h), which assemble without spills, all fit.
+// backward). The heuristic's configs (config.h), which assemble without spills, all fit the
+// space's bound.
 double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c) {
   const double share = spec.dtype == DType::f32 ? 1.0 : 0.5;
   const double rows = double(program_rows(kernel, c)), h = double(padded_head_dim(spec.head_dim));
@@ -40,20 +41,23 @@ double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, co
 }
 
 // Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two
-// pipeline stages (16-bit inputs); at most 128 live values per thread (more spill). The cost model cannot tell
-// the stages apart, so each tile's two come next to each other in its ranking and the GPU's
-// timing decides.
+// pipeline stages (16-bit inputs); at most 224 live values per thread. Where the bound comes
+// from: with mma.sync (sm_80) about 128 fit in registers, and the cost model charges the
+// spills of more; wgmma (sm_90a) reads its operands from shared memory, and ptxas assembles
+// its defaults (config.cpp) without spills up to 224 by this count (dk / dv at head dim 128,
+// 128 keys by 32 queries). The cost model cannot tell the stages apart, so each tile's two
+// come next to each other in its ranking and the GPU's timing decides.
 autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& spec) {
   autotune::ConfigSpace space;
   space.add("BLOCK_M", {16, 32, 64, 128}).add("BLOCK_N", {16, 32, 64, 128}).add("num_warps", {4, 8});
-  space.add("HEAD_CHUNK", {16, 32, 64, 128});
+  space.add("HEAD_CHUNK", {16, 32, 64, 128, 256});
   // f32 operands are split for tf32x3 in registers: the pipeline has no loads to take over.
   space.add("num_stages", spec.dtype == DType::f32 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2});
   const int64_t padded = padded_head_dim(spec.head_dim);
   space.require(fmt::format("HEAD_CHUNK <= {} (the padded head dim)", padded),
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
-  space.require("at most 128 live values per thread", [kernel, spec](const Config& c, const ProblemShape&) {
-    return values_per_thread(kernel, spec, c) <= 128;
+  space.require("at most 224 live values per thread", [kernel, spec](const Config& c, const ProblemShape&) {
+    return values_per_thread(kernel, spec, c) <= 224;
   });
   return space;
 }
@@ -86,8 +90,8 @@ Config tuned_values(const KernelConfig& c, int64_t head_dim) {
                  {"num_stages", c.num_stages}}};
 }
 
-KernelConfig heuristic_config(TunedKernel kernel, const AttentionTuningSpec& spec) {
-  const AttentionConfigs configs = choose_configs(spec.dtype, spec.head_dim);
+KernelConfig heuristic_config(TunedKernel kernel, const AttentionTuningSpec& spec, const DeviceInfo& device) {
+  const AttentionConfigs configs = choose_configs(spec.dtype, spec.head_dim, device);
   switch (kernel) {
     case TunedKernel::forward: return configs.forward;
     case TunedKernel::dkdv: return configs.dkdv;
@@ -115,8 +119,8 @@ autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKerne
   op.dtypes = std::string(dtype_name(spec.dtype));
   op.layout = spec.layout();
   op.work = [spec, kernel](const Config& c, const ProblemShape& s) { return work_of(kernel, spec, c, s); };
-  op.heuristic = [spec, kernel](const ProblemShape&, const DeviceInfo&) {
-    return tuned_values(heuristic_config(kernel, spec), spec.head_dim);
+  op.heuristic = [spec, kernel](const ProblemShape&, const DeviceInfo& device) {
+    return tuned_values(heuristic_config(kernel, spec, device), spec.head_dim);
   };
   op.runner = [spec, kernel](Device& device, const ProblemShape& s, const autotune::TimingOptions& timing,
                              uint64_t seed) { return make_attention_runner(spec, kernel, device, s, timing, seed); };
@@ -142,7 +146,7 @@ KernelConfig call_config(const AttentionProblem& p, TunedKernel kernel, Device& 
   const std::optional<AttentionTuningSpec> spec = AttentionTuningSpec::of(p);
   const int64_t heads = p.batch * p.heads;
   if (!spec || heads * p.q_len * p.kv_len == 0)
-    return heuristic_config(kernel, AttentionTuningSpec{p.dtype, p.head_dim, false});
+    return heuristic_config(kernel, AttentionTuningSpec{p.dtype, p.head_dim, false}, device.info());
   using autotune::next_power_of_two;
   const CallKey key{&device,         kernel,    spec->dtype,                spec->head_dim,
                     spec->causal,    next_power_of_two(heads), p.group(), next_power_of_two(p.q_len),
@@ -156,7 +160,7 @@ KernelConfig call_config(const AttentionProblem& p, TunedKernel kernel, Device& 
   const ProblemShape shape{{{"BN", heads}, {"G", p.group()}, {"T", p.q_len}, {"S", p.kv_len}}};
   std::optional<Config> config = autotune::tuned_bucket_config(attention_tunable(*spec, kernel), shape, device);
   std::lock_guard lock(mutex);
-  return decided.emplace(key, config ? kernel_config_of(*config) : heuristic_config(kernel, *spec)).first->second;
+  return decided.emplace(key, config ? kernel_config_of(*config) : heuristic_config(kernel, *spec, device.info())).first->second;
 }
 
 }  // namespace
@@ -191,7 +195,7 @@ KernelConfig forward_call_config(const AttentionProblem& p, Device& device) {
 }
 
 AttentionConfigs backward_call_configs(const AttentionProblem& p, Device& device) {
-  AttentionConfigs configs = choose_configs(p.dtype, p.head_dim);
+  AttentionConfigs configs = choose_configs(p.dtype, p.head_dim, device.info());
   configs.dkdv = call_config(p, TunedKernel::dkdv, device);
   configs.dq = call_config(p, TunedKernel::dq, device);
   return configs;

@@ -106,6 +106,33 @@ TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
   EXPECT_EQ(top3.front(), synthetic_config(128, 2));
 }
 
+// The heuristic's config is what an untuned call runs: it is timed first, though the cost
+// model ranks it last and a constraint prunes it, so the tuned result is never slower.
+TEST_F(TunerTest, TheHeuristicConfigIsAlwaysTimed) {
+  const Config fastest = synthetic_config(64, 4);
+  op_.work = [&](const Config& c, const ProblemShape&) {
+    return LaunchWork{1, 4, c == fastest ? 1e12 : 1e9, 0, 0};
+  };
+  op_.space.require("BLOCK != 64", [](const Config& c, const ProblemShape&) { return c["BLOCK"] != 64; });
+  op_.heuristic = [&](const ProblemShape&, const DeviceInfo&) { return fastest; };
+  SyntheticRunner runner;
+  TuneOptions options;
+  options.top_k = 3;
+  TuneResult r = tune(op_, shape_, runner, db_, options);
+  ASSERT_EQ(runner.measured_configs().size(), 3u);
+  EXPECT_EQ(runner.measured_configs().front(), fastest.str());
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, fastest);
+
+  // A heuristic inside the space is timed once, first.
+  op_.space = testing_util::synthetic_op().space;
+  op_.heuristic = [](const ProblemShape&, const DeviceInfo&) { return synthetic_config(16, 1); };
+  SyntheticRunner again;
+  TuneResult all = tune(op_, ProblemShape{{{"n", 5000}}}, again, db_, all_configs());
+  EXPECT_EQ(all.timed, 20);
+  EXPECT_EQ(again.measured_configs().front(), synthetic_config(16, 1).str());
+}
+
 TEST_F(TunerTest, ConstraintsPruneBeforeAnyCompile) {
   op_.space.require_divides("BLOCK", "n");
   ProblemShape shape{{{"n", 96}}};  // 16 and 32 divide it; 64, 128 and 256 do not

@@ -70,13 +70,13 @@ TEST(AttentionSweep, EveryOptionCombination) {
 
 // --- registers --------------------------------------------------------------------------------
 
-// The four kernels of `c`'s features with their default configs, traced for the
+// The four kernels of `c`'s features with their default configs for `arch`, traced for the
 // specialization most calls get (aligned pointers, strides divisible by 16).
 struct TracedKernels {
   std::vector<std::tuple<std::string, tilejit::dsl::Kernel, KernelConfig>> kernels;
 };
 
-TracedKernels default_kernels(const AttentionCase& c) {
+TracedKernels default_kernels(const AttentionCase& c, const std::string& arch) {
   TJ_SEEDED_RNG(rng);
   Device& device = Device::emu();
   AttentionInputs in = random_inputs(c, rng);
@@ -84,7 +84,7 @@ TracedKernels default_kernels(const AttentionCase& c) {
   Tensor k = upload_sequence(c, in.k, c.S, c.K, device);
   AttentionOptions options = case_options(c, in, device);
   AttentionProblem p = check_attention(tilejit::ops::OpArguments("attention"), q, k, k, options);
-  AttentionConfigs configs = choose_configs(c.dtype, c.H);
+  AttentionConfigs configs = choose_configs(c.dtype, c.H, Device::by_name("emu:" + arch).info());
   Tensor lse = Tensor::empty(device, DType::f32, p.logsumexp_shape());
   BackwardBuffers buffers{q, q, lse, p.q, p.q, lse, lse, lse, Tensor::empty(device, DType::i32, {c.B, c.N}), q, k, k};
   NamedArguments bwd = backward_arguments(p, buffers), dq = bwd, dkdv = bwd;
@@ -113,8 +113,8 @@ TEST(AttentionSweep, DefaultConfigsAssembleWithoutSpills) {
           c.q_lens = {50}, c.kv_lens = {40};
           c.bias_shape = {1, 2, 64, 64}, c.mask_shape = {1, 1, 64, 64};
         }
-        for (auto& [name, kernel, config] : default_kernels(c).kernels)
-          for (const char* arch : {"sm_80", "sm_90a"}) {
+        for (const char* arch : {"sm_80", "sm_90a"})
+          for (auto& [name, kernel, config] : default_kernels(c, arch).kernels) {
             SCOPED_TRACE(name + " " + name_of(dtype) + " H=" + std::to_string(h) + " " + describe(c) + " " + arch);
             auto fn = kernel.trace(kernel.constants(config.constants(h)), kernel.aligned_facts());
             tilejit::codegen::expect_ptxas_accepts(

@@ -237,7 +237,7 @@ struct Results {
 Results run_launches(const AttentionCase& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
                      const AttentionOptions& options, Device& device) {
   AttentionProblem p = check_attention(tilejit::ops::OpArguments("attention"), q, k, v, options);
-  AttentionConfigs configs = c.configs.value_or(choose_configs(c.dtype, c.H));
+  AttentionConfigs configs = c.configs.value_or(choose_configs(c.dtype, c.H, device.info()));
   Results r{poisoned(c.dtype, p.q_shape(), device), poisoned(DType::f32, p.logsumexp_shape(), device), {}};
   Stream& stream = device.default_stream();
   launch_forward(p, configs.forward, r.out, &r.lse, stream);

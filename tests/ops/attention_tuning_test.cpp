@@ -93,7 +93,7 @@ TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 32, true};
   const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}}};
-  const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32).forward;
+  const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32, device.info()).forward;
   ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
   const at::ProblemShape tuned{{{"BN", 4}, {"G", 1}, {"T", 64}, {"S", 64}}};
   const at::TunableKernel& op = ad::attention_tunable(spec);
@@ -171,22 +171,23 @@ TEST(AttentionTuning, GroupsAreTunedAsTheyRunAndKeptApart) {
   AttentionCase heads = c;
   heads.K = 4;  // G = 1: another bucket
   EXPECT_EQ(constants(ad::forward_call_config(Call(heads, {}).problem, device), 32),
-            constants(ad::choose_configs(DType::bf16, 32).forward, 32));
+            constants(ad::choose_configs(DType::bf16, 32, device.info()).forward, 32));
 }
 
-// The heuristic's configs (which assemble without spills) lie in every tuning space, so tuning
-// can only find something at least as good.
+// The heuristic's configs (which assemble without spills) of sm_80 and sm_90a lie in every
+// tuning space, so the tuner ranks them among the others.
 TEST(AttentionTuning, TheSpacesHoldTheHeuristicConfigs) {
-  for (DType dtype : {DType::bf16, DType::f16, DType::f32})
-    for (int64_t head_dim = 8; head_dim <= 256; head_dim += 8)
-      for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
-        const at::TunableKernel& op = ad::attention_tunable({dtype, head_dim, false}, kernel);
-        const at::ProblemShape shape{{{"BN", 8}, {"G", 2}, {"T", 1024}, {"S", 1024}}};
-        const at::Config heuristic = op.heuristic_config(shape, Device::by_name(kDevice).info());
-        EXPECT_FALSE(op.space.violated(heuristic, shape)) << op.name << " " << op.dtypes << " " << op.layout << ": "
-                                                          << heuristic.str() << " breaks "
-                                                          << op.space.violated(heuristic, shape).value_or("");
-      }
+  for (const char* device : {"emu:sm_80", "emu:sm_90a"})
+    for (DType dtype : {DType::bf16, DType::f16, DType::f32})
+      for (int64_t head_dim = 8; head_dim <= 256; head_dim += 8)
+        for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv, ad::TunedKernel::dq}) {
+          const at::TunableKernel& op = ad::attention_tunable({dtype, head_dim, false}, kernel);
+          const at::ProblemShape shape{{{"BN", 8}, {"G", 2}, {"T", 1024}, {"S", 1024}}};
+          const at::Config heuristic = op.heuristic_config(shape, Device::by_name(device).info());
+          EXPECT_FALSE(op.space.violated(heuristic, shape))
+              << device << " " << op.name << " " << op.dtypes << " " << op.layout << ": " << heuristic.str()
+              << " breaks " << op.space.violated(heuristic, shape).value_or("");
+        }
 }
 
 TEST(AttentionTuning, TuningCoversPlainCallsOnly) {

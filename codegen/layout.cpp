@@ -42,7 +42,7 @@ std::string bases_str(const std::vector<Coord>& bases) {
 
 }  // namespace
 
-LinearLayout LinearLayout::blocked(const ir::Shape& shape, int num_warps, int vec) {
+LinearLayout LinearLayout::blocked(const ir::Shape& shape, int num_warps, int vec, int rows) {
   int rank = static_cast<int>(shape.size());
   LinearLayout l;
   l.shape = shape;
@@ -65,6 +65,7 @@ LinearLayout LinearLayout::blocked(const ir::Shape& shape, int num_warps, int ve
   };
   int vec_bits = rank ? std::min(log2_exact(vec), left[rank - 1]) : 0;
   take(l.reg, vec_bits, rank - 1);
+  if (rank >= 2) take(l.reg, std::min(log2_exact(rows), left[rank - 2]), rank - 2);
   take(l.lane, 5, -1);
   take(l.warp, log2_exact(num_warps), -1);
   int rest = 0;

@@ -27,7 +27,9 @@ class LinearLayout {
   // The blocked layout tilejit gives a tile by default: `vec` consecutive elements of the
   // last dim per thread (one vector access), lanes then warps along the fastest dims, the
   // rest in registers. Bits beyond the tile's size get zero bases (replicated data).
-  static LinearLayout blocked(const ir::Shape& shape, int num_warps, int vec);
+  // `rows` > 1: each thread's vectors come from that many consecutive rows of the dim before
+  // the last, a (rows, vec) block in its first registers.
+  static LinearLayout blocked(const ir::Shape& shape, int num_warps, int vec, int rows = 1);
 
   int rank() const { return static_cast<int>(shape.size()); }
   int num_regs() const { return 1 << reg.size(); }

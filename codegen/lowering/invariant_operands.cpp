@@ -22,7 +22,10 @@ InvariantTiles Lowering::hold_invariant_operands(const ir::Op& loop) {
   auto shared_operand = [&](const ir::Op& dot, size_t index) -> const ir::Value* {
     std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(dot);
     if (!tiling) return nullptr;
-    if (index == 1) return held_b(dot.operands[1]).value;
+    if (index == 1) {
+      HeldOperand b = wgmma_held_b(dot.operands[1], tiling->instr.element_bits);
+      return b.transposed ? nullptr : b.value;  // a transposed B is stored at each use
+    }
     return tiling->instr.a_in_registers() ? nullptr : held_a(dot.operands[0], tiling->instr.element_bits).value;
   };
   // Whether every op reading `t` (a trans of v) is a wgmma dot that reads v's tile through it.

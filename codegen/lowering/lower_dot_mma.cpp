@@ -141,7 +141,7 @@ void Lowering::lower_dot_mma(const ir::Op& op, const MmaTiling& t) {
                     ((bt || t.instr.element_bits == 16) && !in_fragment_layout(*this, bv, t.b));
     Fragments fa, fb;
     if (a_shared || b_shared) {
-      OperandTiles tiles = place_operand_tiles(*this, a_held, a_shared, b_held, b_shared, /*async_proxy=*/false);
+      OperandTiles tiles = place_operand_tiles(*this, a_held, a_shared, hb, b_shared, /*async_proxy=*/false);
       for (int m = 0; a_shared && m < t.reps_m; ++m) {
         SharedOperand sa(*this, a_held->type, tiles.a);
         for (int k = 0; k < t.reps_k; ++k) fa.push_back(at ? sa.a_words_transposed(t, m, k) : sa.a_words(t, m, k));

@@ -3,8 +3,10 @@
 // staged there, or the operand values stored now into the swizzled scratch tiles (made
 // visible to the async proxy first). An A computed in registers (attention's probabilities,
 // a dequantized operand) is read from registers in the instruction's A fragment, as
-// wgmma.mma_async's register form takes it. The accumulator stays in registers in the
-// instruction's layout.
+// wgmma.mma_async's register form takes it. wgmma reads 8-bit operands K-major only: an 8-bit
+// B given (K, N) is stored transposed into an (N, K) tile, from a load that gives each thread
+// a (4, 4) block (transposed_b_load_layout) so the store writes 4 bytes at a time. The
+// accumulator stays in registers in the instruction's layout.
 //
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
 // step, commits them as one group and waits for it; in a loop whose pipeline lets the dot run
@@ -67,7 +69,18 @@ std::optional<WgmmaTiling> Lowering::wgmma_dot_tiling(const ir::Op& op) const {
   int bits = dtype_storage_bytes(a->type.dtype) * 8;
   WgmmaA a_source = !loaded ? WgmmaA::registers : held_a(a, bits).mn_major ? WgmmaA::mn_major : WgmmaA::k_major;
   return wgmma_tiling(a->type.dtype, bv->type.dtype, a->type.shape[0], bv->type.shape[1], a->type.shape[1],
-                      fn.num_warps, a_source, held_b(bv).mn_major, target);
+                      fn.num_warps, a_source, wgmma_held_b(bv, bits).mn_major, target);
+}
+
+std::optional<LinearLayout> Lowering::transposed_b_load_layout(const ir::Value* v) const {
+  auto users = users_.find(v);
+  if (users == users_.end() || users->second.empty() || v->type.rank() != 2) return std::nullopt;
+  for (const ir::Op* user : users->second) {
+    if (user->kind != ir::OpKind::dot || user->operands[0] == v || user->operands[1] != v) return std::nullopt;
+    std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(*user);
+    if (!tiling || !wgmma_held_b(v, tiling->instr.element_bits).transposed) return std::nullopt;
+  }
+  return LinearLayout::blocked(v->type.shape, fn.num_warps, 4, 4);
 }
 
 namespace {
@@ -107,14 +120,13 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
   // Before the operand tiles are placed: a conversion may pass through the same scratch space.
   std::vector<llvm::Value*> a_elements = a_registers ? in_layout(op.operands[0], t.a) : std::vector<llvm::Value*>{};
   HeldOperand a = a_registers ? HeldOperand{op.operands[0], false} : held_a(op.operands[0], instr.element_bits);
-  HeldOperand bh = held_b(op.operands[1]);
-  OperandTiles tiles = place_operand_tiles(*this, a.value, !a_registers, bh.value, true, /*async_proxy=*/true);
+  HeldOperand bh = wgmma_held_b(op.operands[1], instr.element_bits);
+  OperandTiles tiles = place_operand_tiles(*this, a.value, !a_registers, bh, true, /*async_proxy=*/true);
 
   int element_bytes = instr.element_bits / 8;
-  auto tile_of = [&](const ir::Value* v) {
-    return SwizzledTile{v->type.shape[0], v->type.shape[1] * element_bytes};
-  };
-  SwizzledTile a_tile = tile_of(a.value), b_tile = tile_of(bh.value);
+  auto tile_of = [&](const ir::Type& type) { return SwizzledTile{type.shape[0], type.shape[1] * element_bytes}; };
+  SwizzledTile a_tile = tile_of(a.value->type);
+  SwizzledTile b_tile = tile_of(bh.transposed ? transposed_type(bh.value->type) : bh.value->type);
   MatrixDescriptor a_desc = matrix_descriptor(a_tile, a.mn_major), b_desc = matrix_descriptor(b_tile, bh.mn_major);
   // A descriptor's start address is (address & 0x3ffff) >> 4 in bits 0-13.
   auto descriptor = [&](llvm::Value* tile_base, const MatrixDescriptor& d, int64_t offset) {

@@ -102,17 +102,55 @@ void SharedOperand::store_by_stmatrix(const Regs& regs) {
 }
 
 void SharedOperand::store(const ir::Value* v) {
-  auto& b = L_.b;
   const Regs& regs = L_.home(v);
+  if (holds_stmatrix_fragments(regs.layout)) return store_by_stmatrix(regs);
+  store_registers(regs, row_vector(regs.layout), /*transposed=*/false);
+}
+
+void SharedOperand::store_transposed(const ir::Value* v) {
+  const Regs& regs = L_.home(v);
+  const std::vector<Coord>& bases = regs.layout.reg;
+  // Register bits that step one and two rows of v (columns of the tile): with them first, runs
+  // of four registers are consecutive in a row of the tile, one 4-byte store for 8-bit elements.
+  auto bit_of = [&](const Coord& step) {
+    return static_cast<int>(std::find(bases.begin(), bases.end(), step) - bases.begin());
+  };
+  int row1 = bit_of(Coord{1, 0}), row2 = bit_of(Coord{2, 0});
+  int bits = static_cast<int>(bases.size());
+  // Every other input bit must leave the low two rows alone, so the runs start 4-aligned.
+  auto low_rows = [&](const std::vector<Coord>& b, int skip1, int skip2) {
+    for (int i = 0; i < static_cast<int>(b.size()); ++i)
+      if (i != skip1 && i != skip2 && b[static_cast<size_t>(i)][0] & 3) return true;
+    return false;
+  };
+  const LinearLayout& l = regs.layout;
+  if (element_bytes_ != 1 || row1 == bits || row2 == bits || low_rows(bases, row1, row2) ||
+      low_rows(l.lane, -1, -1) || low_rows(l.warp, -1, -1))
+    return store_registers(regs, 1, /*transposed=*/true);
+  std::vector<int> order{row1, row2};  // new register bit -> old one
+  for (int bit = 0; bit < bits; ++bit)
+    if (bit != row1 && bit != row2) order.push_back(bit);
+  Regs grouped{regs.layout, std::vector<llvm::Value*>(regs.values.size())};
+  for (int bit = 0; bit < bits; ++bit)
+    grouped.layout.reg[static_cast<size_t>(bit)] = bases[static_cast<size_t>(order[static_cast<size_t>(bit)])];
+  for (int r = 0; r < regs.layout.num_regs(); ++r) {
+    int old = 0;
+    for (int bit = 0; bit < bits; ++bit) old |= (r >> bit & 1) << order[static_cast<size_t>(bit)];
+    grouped.values[static_cast<size_t>(r)] = regs.values[static_cast<size_t>(old)];
+  }
+  store_registers(grouped, 4, /*transposed=*/true);
+}
+
+void SharedOperand::store_registers(const Regs& regs, int vec, bool transposed) {
+  auto& b = L_.b;
   const LinearLayout& layout = regs.layout;
-  if (holds_stmatrix_fragments(layout)) return store_by_stmatrix(regs);
-  int vec = row_vector(layout);
   std::vector<bool> duplicate = layout.duplicate_registers();
   llvm::Type* elem = regs.values[0]->getType();
   auto store_held = [&] {
     for (int r = 0; r < layout.num_regs(); r += vec) {
       if (duplicate[static_cast<size_t>(r)]) continue;
       std::vector<llvm::Value*> c = L_.coords(layout, r);
+      if (transposed) std::swap(c[0], c[1]);
       llvm::Value* value = regs.values[static_cast<size_t>(r)];
       if (vec > 1) {
         value = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, static_cast<unsigned>(vec)));
@@ -213,15 +251,28 @@ HeldOperand held_b(const ir::Value* b) {
   return x ? HeldOperand{x, false} : HeldOperand{b, true};
 }
 
-OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const ir::Value* b, bool b_wanted,
-                                 bool async_proxy) {
+HeldOperand wgmma_held_b(const ir::Value* b, int element_bits) {
+  HeldOperand held = held_b(b);
+  if (held.mn_major && element_bits == 8) return HeldOperand{b, false, true};
+  return held;
+}
+
+ir::Type transposed_type(const ir::Type& b) {
+  ir::Type t = b;
+  std::swap(t.shape[0], t.shape[1]);
+  return t;
+}
+
+OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const HeldOperand& held_b,
+                                 bool b_wanted, bool async_proxy) {
+  const ir::Value* b = held_b.value;
   auto staged = [&](const ir::Value* v) -> llvm::Value* {
     auto it = L.staged_operands.find(v);
     return it == L.staged_operands.end() ? nullptr : it->second;
   };
   OperandTiles t;
   t.a = a_wanted ? staged(a) : nullptr;
-  t.b = b_wanted ? staged(b) : nullptr;
+  t.b = b_wanted && !held_b.transposed ? staged(b) : nullptr;
   t.a_staged = t.a != nullptr, t.b_staged = t.b != nullptr;
   bool a_store = a_wanted && !t.a, b_store = b_wanted && !t.b;
   if (!a_store && !b_store) return t;
@@ -232,7 +283,8 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   L.reserve_shared(a_bytes + b_bytes);
   L.barrier();  // earlier readers of the scratch space are done
   if (a_store) SharedOperand(L, a->type, t.a).store(a);
-  if (b_store) SharedOperand(L, b->type, t.b).store(b);
+  if (b_store && held_b.transposed) SharedOperand(L, transposed_type(b->type), t.b).store_transposed(b);
+  else if (b_store) SharedOperand(L, b->type, t.b).store(b);
   if (async_proxy) L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
   L.barrier();
   return t;

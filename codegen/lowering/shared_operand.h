@@ -3,7 +3,8 @@
 // they hold its fragments) or by asynchronous copies (codegen/lowering/loop_pipeline.cpp),
 // and read with ldmatrix in the fragments of the mma.sync instruction. The same layout is a
 // TMA box's (codegen/tma_box.h): desc_load reads blocks from it, desc_store stages blocks in
-// it. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N) or transposed as (N, K).
+// it. A is held as (M, K) or, 16-bit, transposed as (K, M); B as (K, N) or transposed as (N, K),
+// which is also how wgmma takes an 8-bit B given (K, N) (stored transposed).
 #pragma once
 
 #include <vector>
@@ -33,6 +34,9 @@ class SharedOperand {
   // only. Called by every thread (every consumer warp), converged: stmatrix is a warp's
   // instruction.
   void store(const ir::Value* v);
+  // Every thread writes the elements of `v` (K, N) it holds into this (N, K) tile, one
+  // element per store, replicated elements by their first holder only.
+  void store_transposed(const ir::Value* v);
   // The elements every thread holds in `layout` (of the tile's shape), as `elem` registers.
   std::vector<llvm::Value*> load(const LinearLayout& layout, llvm::Type* elem);
 
@@ -58,6 +62,9 @@ class SharedOperand {
   int row_vector(const LinearLayout& layout) const;
   bool holds_stmatrix_fragments(const LinearLayout& layout) const;
   void store_by_stmatrix(const Regs& regs);
+  // Stores `regs`, `vec` consecutive registers at a time, each element at its coordinates in
+  // the tile, or (transposed) at the swapped ones.
+  void store_registers(const Regs& regs, int vec, bool transposed);
   // The first M row of the calling warp's 16-row block of instruction row rep_m.
   llvm::Value* m_block_row(const MmaTiling& t, int rep_m);
   // The 8-column N block whose rows or columns the calling lane addresses for instruction
@@ -77,9 +84,16 @@ class SharedOperand {
 struct HeldOperand {
   const ir::Value* value;
   bool mn_major;
+  bool transposed = false;  // the tile holds value's transpose (wgmma's 8-bit B, below)
 };
 HeldOperand held_a(const ir::Value* a, int element_bits);
 HeldOperand held_b(const ir::Value* b);
+// B as wgmma reads it: as held_b, but an 8-bit B given (K, N), which wgmma takes K-major only,
+// is stored transposed into an (N, K) tile (never staged by a loop pipeline: its load is not
+// read from shared memory as it is).
+HeldOperand wgmma_held_b(const ir::Value* b, int element_bits);
+// The (N, K) tile type of `b`'s transpose.
+ir::Type transposed_type(const ir::Type& b);
 
 // Where a dot's operand tiles are in shared memory: a loop pipeline's staged tile, or the
 // scratch space the value is stored into now (A first, then B). Only operands whose `wanted`
@@ -90,7 +104,8 @@ struct OperandTiles {
   llvm::Value* b = nullptr;
   bool a_staged = false, b_staged = false;
 };
-OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const ir::Value* b, bool b_wanted,
+// `b.transposed`: b is stored transposed, never taken from a staged tile.
+OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const HeldOperand& b, bool b_wanted,
                                  bool async_proxy);
 
 }  // namespace tilejit::codegen::lowering

@@ -1,6 +1,6 @@
 // The tensor-core lowering as PTX: the GEMM of every operand pairing uses the instruction the
-// target's tensor cores have for it: wgmma.mma_async on sm_90a where the operand layouts
-// allow, mma.sync with operands loaded by ldmatrix otherwise (or none: fp8 on sm_80, ieee
+// target's tensor cores have for it: wgmma.mma_async on sm_90a (tf32 aside; an 8-bit B given
+// (K, N) stored transposed), mma.sync with operands loaded by ldmatrix otherwise (or none: fp8 on sm_80, ieee
 // f32); ptxas accepts it for sm_80, sm_89 and sm_90a, and the default tile spills nothing on
 // the tensor cores.
 #include <gtest/gtest.h>
@@ -47,12 +47,19 @@ TEST(TensorCoreCompile, EveryPairingUsesItsInstructionAndAssemblesWithoutSpills)
       CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
       auto instr = select_mma(c.a, c.b, find_target(arch));
       bool tensor_cores = instr && c.precision != 1;
-      // B is stored (K, N): MN-major, which wgmma reads for 16-bit elements only.
-      auto warpgroup = wgmma_tiling(c.a, c.b, 64, 64, 32, 4, WgmmaA::k_major, true, find_target(arch));
-      EXPECT_EQ(warpgroup.has_value(), std::string(arch) == "sm_90a" && instr && instr->element_bits == 16);
+      // B is given (K, N): MN-major, which wgmma reads for 16-bit elements; an 8-bit B is
+      // stored transposed, (N, K), K-major.
+      bool eight_bit = instr && instr->element_bits == 8;
+      auto warpgroup = wgmma_tiling(c.a, c.b, 64, 64, 32, 4, WgmmaA::k_major, !eight_bit, find_target(arch));
+      EXPECT_EQ(warpgroup.has_value(), std::string(arch) == "sm_90a" && instr && instr->element_bits != 32);
       if (warpgroup) {
-        // One m64n64k16 per K step of 16, both operands through descriptors: no ldmatrix.
-        EXPECT_EQ(count(k.ptx, warpgroup->instr.ptx_name() + " "), 2u);
+        // One m64n64k16 (k32 for 8-bit) per K step, both operands through descriptors: no
+        // ldmatrix.
+        EXPECT_EQ(count(k.ptx, warpgroup->instr.ptx_name() + " "), size_t(32 / warpgroup->instr.k));
+        // The transposing store of an 8-bit B, loaded as a (4, 4) block per thread: 32 x 64
+        // bytes over 128 threads, 4 bytes of a row of the (N, K) tile at a time.
+        EXPECT_EQ(count(k.ptx, "st.shared.b8"), 0u);
+        EXPECT_EQ(count(k.ptx, "st.shared.b32"), eight_bit ? 4u : 0u);
         EXPECT_EQ(count(k.ptx, "wgmma.fence.sync.aligned"), 1u);
         EXPECT_EQ(count(k.ptx, "wgmma.commit_group.sync.aligned"), 1u);
         EXPECT_EQ(count(k.ptx, "wgmma.wait_group.sync.aligned 0"), 1u);
@@ -101,8 +108,11 @@ TEST(TensorCoreCompile, PipelinedOperandsAreCopiedAsynchronously) {
       int64_t element_bytes = instr->element_bits / 8;
       int64_t staged_bytes = 64 * 32 * element_bytes * (element_bytes == 2 ? 2 : 1);
       size_t copies_per_step = static_cast<size_t>(staged_bytes / 16 / 128);
-      bool in_flight = count(k.ptx, "wgmma.mma_async") > 0;
-      EXPECT_EQ(in_flight, std::string(arch) == "sm_90a" && element_bytes == 2);
+      // A wgmma dot stays in flight when both operands are staged: not an 8-bit B, which is
+      // stored transposed at each step.
+      bool warpgroup = count(k.ptx, "wgmma.mma_async") > 0;
+      EXPECT_EQ(warpgroup, std::string(arch) == "sm_90a");
+      bool in_flight = warpgroup && element_bytes == 2;
       size_t prologue_steps = in_flight ? 1 : 2;
       EXPECT_EQ(count(k.ptx, "cp.async.cg.shared.global"), (prologue_steps + 1) * copies_per_step)
           << "the prologue's steps, one in the loop";

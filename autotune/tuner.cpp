@@ -11,10 +11,11 @@
 namespace tilejit::autotune {
 namespace {
 
-// The configs to time for `shape`: the heuristic's first, when the op has one (what an untuned
-// call runs, timed whatever the space and the cost model say of it, so a tuned result is never
-// slower than the default), then those that meet every constraint, cheapest estimate first
-// (ties keep the space's order).
+// The configs to time for `shape`: those that meet every constraint, the op's heuristic config
+// first (what an untuned call runs, timed whatever the cost model says of it, so a tuned result
+// is never slower than the default), then the rest, cheapest estimate first (ties keep the
+// space's order). A heuristic config the constraints rule out is not timed: a stored best
+// always meets them.
 std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device,
                                       TuneResult& result) {
   struct Ranked {
@@ -23,6 +24,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
   };
   std::optional<Config> heuristic;
   if (op.heuristic) heuristic = op.heuristic(shape, device);
+  bool heuristic_allowed = false;
   std::vector<Ranked> ranked;
   for (Config& config : op.space.configs()) {
     ++result.configs;
@@ -31,13 +33,16 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
       log::debug("autotune {} [{}]: {} pruned: needs {}", op.name, shape.str(), config.str(), *broken);
       continue;
     }
-    if (config == heuristic) continue;
+    if (config == heuristic) {
+      heuristic_allowed = true;
+      continue;
+    }
     double estimate = op.work ? estimate_ms(op.work(config, shape), device) : 0;
     ranked.push_back({std::move(config), estimate});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.estimate_ms < b.estimate_ms; });
   std::vector<Config> out;
-  if (heuristic) out.push_back(*heuristic);
+  if (heuristic_allowed) out.push_back(*heuristic);
   for (Ranked& r : ranked) out.push_back(std::move(r.config));
   return out;
 }

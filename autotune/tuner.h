@@ -1,8 +1,8 @@
 // The tuner: finds the fastest correct config of an op for one problem shape on one device.
 //
 //   1. Every config of the space that breaks a constraint for the shape is pruned.
-//   2. The rest are ranked by the analytic cost model, after the op's heuristic config (what an
-//      untuned call runs, timed whatever the constraints and the cost model say of it, so a
+//   2. The rest are ranked by the analytic cost model, after the op's heuristic config when it
+//      is among them (what an untuned call runs, timed whatever the cost model says of it, so a
 //      tuned result is never slower than the default); only the first `top_k` are timed.
 //   3. Candidates are compiled in parallel on host threads, a batch at a time; a config whose
 //      kernel exceeds the device's limits (shared memory, registers, threads) or does not

@@ -12,6 +12,7 @@
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
 #include "tests/error_message.h"
+#include "tests/scoped_env.h"
 
 namespace tilejit {
 namespace {
@@ -34,10 +35,9 @@ void launch_ir(const std::string& body, const std::string& name, int threads, in
 
 using testing_util::error_of;
 
+// The race detector on for a test's scope (ctest sets it for every test; a direct run may not).
 class RaceCheck {
- public:
-  RaceCheck() { setenv("TILEJIT_EMU_RACECHECK", "1", 1); }
-  ~RaceCheck() { unsetenv("TILEJIT_EMU_RACECHECK"); }
+  testing_util::ScopedEnv on_{"TILEJIT_EMU_RACECHECK", "1"};
 };
 
 // out[t] = shared[(t + 1) % 128] after every thread stored shared[t] = t, shared holding

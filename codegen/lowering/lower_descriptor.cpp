@@ -120,7 +120,7 @@ void Lowering::lower_desc_store(const ir::Op& op) {
 
 void Lowering::lower_desc_load(const ir::Op& op) {
   if (staged_operands.count(op.result())) return;  // its loop pipeline copies it
-  LinearLayout layout = default_layout(op.result()->type.shape);
+  LinearLayout layout = transposed_b_load_layout(op.result()).value_or(default_layout(op.result()->type.shape));
   std::vector<llvm::Value*> values =
       has_tma() ? load_block_by_tma(*this, op, layout) : load_block_from_global(*this, op, layout);
   define(op.result(), Regs{layout, std::move(values)});

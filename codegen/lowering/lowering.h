@@ -77,8 +77,8 @@ class Lowering {
   llvm::Type* llvm_type(const ir::Type& scalar_type);    // register type of one element
   llvm::Type* memory_type(DType dtype);                  // type of one element in memory
   LinearLayout default_layout(const ir::Shape& shape) const;
-  // The layout to load `v` in when wgmma reads it only as an 8-bit B stored transposed: a
-  // (4, 4) block per thread, which the transposing store writes 4 bytes at a time.
+  // The layout to load `v` in (load, desc_load) when wgmma reads it only as an 8-bit B stored
+  // transposed: a (4, 4) block per thread, which the transposing store writes 4 bytes at a time.
   std::optional<LinearLayout> transposed_b_load_layout(const ir::Value* v) const;
 
   // The value's registers in its home layout / in a requested layout.

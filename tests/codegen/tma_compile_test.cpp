@@ -41,6 +41,23 @@ TEST(TmaCompile, Sm80ReadsDescriptorBlocksWithoutTma) {
   expect_ptxas_accepts(k, false);
 }
 
+// An 8-bit B block given (K, N), which wgmma takes K-major only: A keeps its TMA ring; B's
+// block, not staged, is read at each step in (4, 4) blocks per thread and stored transposed,
+// 4 bytes at a time: 64 x 128 bytes over 256 threads, 8 stores each.
+TEST(TmaCompile, AnEightBitBGivenKByNIsStoredTransposedForWgmma) {
+  dsl::Kernel kernel = testing_kernels::tensor_core_gemm_desc<DType::f8e4m3, DType::f8e4m3>();
+  std::vector<ir::ArgFacts> facts = kernel.aligned_facts();
+  facts[0].block = {128, 64};  // A: 64-byte rows
+  facts[1].block = {64, 128};  // B (K, N): 128-byte rows
+  auto fn = kernel.trace(kernel.constants({{"num_warps", 8}, {"num_stages", 2}}), facts);
+  CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+  EXPECT_EQ(count(k.ptx, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "), 2u);
+  EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
+  EXPECT_EQ(count(k.ptx, "st.shared.b8"), 0u);
+  EXPECT_EQ(count(k.ptx, "st.shared.b32"), 8u);
+  expect_ptxas_accepts(k, true);
+}
+
 // A block copied from one descriptor to another: in by TMA onto an mbarrier, out through the
 // scratch space by a TMA store in a bulk async-group; in clusters of two sharing the source's
 // blocks, in row slices. ptxas accepts both.

@@ -99,7 +99,11 @@ const ir::Op* dot_reading_through_shared(const Lowering& L, const ir::Block& bod
   int index = user->operands[0] == operand ? 0 : user->operands[1] == operand ? 1 : -1;
   if (index < 0 || !L.dot_tiling(*user)) return nullptr;
   bool k_major = index == 0 ? !transposed : transposed;  // A held (M, K), B held as trans of (N, K)
-  return dot_reads_from_shared(v->type.dtype, k_major) ? user : nullptr;
+  if (dot_reads_from_shared(v->type.dtype, k_major)) return user;
+  // An 8-bit B given (K, N) for wgmma is staged as given and stored transposed at each step.
+  std::optional<WgmmaTiling> wgmma = L.wgmma_dot_tiling(*user);
+  bool transposed_b = index == 1 && wgmma && wgmma_held_b(v, wgmma->instr.element_bits).transposed;
+  return transposed_b ? user : nullptr;
 }
 
 }  // namespace
@@ -207,8 +211,10 @@ const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, 
   auto is_staged = [&](const ir::Value* v) {
     return std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) { return s.load->result() == v; });
   };
-  // Operands stored into scratch per iteration would be overwritten while still being read.
-  if (!is_staged(held_a(dot->operands[0], tiling->instr.element_bits).value) || !is_staged(held_b(dot->operands[1]).value))
+  // Operands stored into scratch per iteration (a transposed B too, though staged) would be
+  // overwritten while still being read.
+  HeldOperand b = wgmma_held_b(dot->operands[1], tiling->instr.element_bits);
+  if (!is_staged(held_a(dot->operands[0], tiling->instr.element_bits).value) || b.transposed || !is_staged(b.value))
     return nullptr;
   auto use_count = [&](const ir::Value* v) {
     auto it = uses.find(v);

@@ -4,9 +4,10 @@
 // visible to the async proxy first). An A computed in registers (attention's probabilities,
 // a dequantized operand) is read from registers in the instruction's A fragment, as
 // wgmma.mma_async's register form takes it. wgmma reads 8-bit operands K-major only: an 8-bit
-// B given (K, N) is stored transposed into an (N, K) tile, from a load that gives each thread
-// a (4, 4) block (transposed_b_load_layout) so the store writes 4 bytes at a time. The
-// accumulator stays in registers in the instruction's layout.
+// B given (K, N) is stored transposed into an (N, K) tile at each step, read in (4, 4) blocks
+// per thread (from its load, transposed_b_load_layout, or from the tile a loop pipeline staged
+// it in) so the store writes 4 bytes at a time. The accumulator stays in registers in the
+// instruction's layout.
 //
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
 // step, commits them as one group and waits for it; in a loop whose pipeline lets the dot run
@@ -80,7 +81,7 @@ std::optional<LinearLayout> Lowering::transposed_b_load_layout(const ir::Value* 
     std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(*user);
     if (!tiling || !wgmma_held_b(v, tiling->instr.element_bits).transposed) return std::nullopt;
   }
-  return LinearLayout::blocked(v->type.shape, fn.num_warps, 4, 4);
+  return transposed_b_layout(v->type.shape, fn.num_warps);
 }
 
 namespace {

@@ -107,8 +107,7 @@ void SharedOperand::store(const ir::Value* v) {
   store_registers(regs, row_vector(regs.layout), /*transposed=*/false);
 }
 
-void SharedOperand::store_transposed(const ir::Value* v) {
-  const Regs& regs = L_.home(v);
+void SharedOperand::store_transposed(const Regs& regs) {
   const std::vector<Coord>& bases = regs.layout.reg;
   // Register bits that step one and two rows of v (columns of the tile): with them first, runs
   // of four registers are consecutive in a row of the tile, one 4-byte store for 8-bit elements.
@@ -263,6 +262,10 @@ ir::Type transposed_type(const ir::Type& b) {
   return t;
 }
 
+LinearLayout transposed_b_layout(const ir::Shape& shape, int num_warps) {
+  return LinearLayout::blocked(shape, num_warps, 4, 4);
+}
+
 OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const HeldOperand& held_b,
                                  bool b_wanted, bool async_proxy) {
   const ir::Value* b = held_b.value;
@@ -273,6 +276,17 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   OperandTiles t;
   t.a = a_wanted ? staged(a) : nullptr;
   t.b = b_wanted && !held_b.transposed ? staged(b) : nullptr;
+  // A transposed B staged as given is read back to be stored transposed, before the barrier
+  // that lets the scratch space be overwritten (the staged tile is not in it).
+  std::optional<Regs> transposing;
+  if (b_wanted && held_b.transposed) {
+    if (llvm::Value* given = staged(b)) {
+      LinearLayout layout = transposed_b_layout(b->type.shape, L.fn.num_warps);
+      transposing = Regs{layout, SharedOperand(L, b->type, given).load(layout, L.memory_type(b->type.dtype))};
+    } else {
+      transposing = L.home(b);
+    }
+  }
   t.a_staged = t.a != nullptr, t.b_staged = t.b != nullptr;
   bool a_store = a_wanted && !t.a, b_store = b_wanted && !t.b;
   if (!a_store && !b_store) return t;
@@ -283,7 +297,7 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   L.reserve_shared(a_bytes + b_bytes);
   L.barrier();  // earlier readers of the scratch space are done
   if (a_store) SharedOperand(L, a->type, t.a).store(a);
-  if (b_store && held_b.transposed) SharedOperand(L, transposed_type(b->type), t.b).store_transposed(b);
+  if (b_store && held_b.transposed) SharedOperand(L, transposed_type(b->type), t.b).store_transposed(*transposing);
   else if (b_store) SharedOperand(L, b->type, t.b).store(b);
   if (async_proxy) L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
   L.barrier();

@@ -34,9 +34,11 @@ class SharedOperand {
   // only. Called by every thread (every consumer warp), converged: stmatrix is a warp's
   // instruction.
   void store(const ir::Value* v);
-  // Every thread writes the elements of `v` (K, N) it holds into this (N, K) tile, one
-  // element per store, replicated elements by their first holder only.
-  void store_transposed(const ir::Value* v);
+  // Every thread writes the elements of a (K, N) tile it holds in `regs` into this (N, K)
+  // tile, 4 bytes at a time where it holds (4, 4) blocks of 8-bit elements (see
+  // transposed_b_layout), else one element per store; replicated elements by their first
+  // holder only.
+  void store_transposed(const Regs& regs);
   // The elements every thread holds in `layout` (of the tile's shape), as `elem` registers.
   std::vector<llvm::Value*> load(const LinearLayout& layout, llvm::Type* elem);
 
@@ -94,6 +96,8 @@ HeldOperand held_b(const ir::Value* b);
 HeldOperand wgmma_held_b(const ir::Value* b, int element_bits);
 // The (N, K) tile type of `b`'s transpose.
 ir::Type transposed_type(const ir::Type& b);
+// The layout a transposed B of `shape` is best held in: a (4, 4) block per thread.
+LinearLayout transposed_b_layout(const ir::Shape& shape, int num_warps);
 
 // Where a dot's operand tiles are in shared memory: a loop pipeline's staged tile, or the
 // scratch space the value is stored into now (A first, then B). Only operands whose `wanted`
@@ -104,7 +108,8 @@ struct OperandTiles {
   llvm::Value* b = nullptr;
   bool a_staged = false, b_staged = false;
 };
-// `b.transposed`: b is stored transposed, never taken from a staged tile.
+// `b.transposed`: b is stored transposed, from registers or from the tile a loop pipeline
+// staged it in as given.
 OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const HeldOperand& b, bool b_wanted,
                                  bool async_proxy);
 

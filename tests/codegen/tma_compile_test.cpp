@@ -41,9 +41,10 @@ TEST(TmaCompile, Sm80ReadsDescriptorBlocksWithoutTma) {
   expect_ptxas_accepts(k, false);
 }
 
-// An 8-bit B block given (K, N), which wgmma takes K-major only: A keeps its TMA ring; B's
-// block, not staged, is read at each step in (4, 4) blocks per thread and stored transposed,
-// 4 bytes at a time: 64 x 128 bytes over 256 threads, 8 stores each.
+// An 8-bit B block given (K, N), which wgmma takes K-major only: both blocks arrive by TMA
+// into their rings (one step in the prologue, one per iteration: 4 copies), and B's is read
+// at each step in (4, 4) blocks per thread and stored transposed, 4 bytes at a time: 64 x 128
+// bytes over 256 threads, 8 stores each.
 TEST(TmaCompile, AnEightBitBGivenKByNIsStoredTransposedForWgmma) {
   dsl::Kernel kernel = testing_kernels::tensor_core_gemm_desc<DType::f8e4m3, DType::f8e4m3>();
   std::vector<ir::ArgFacts> facts = kernel.aligned_facts();
@@ -53,6 +54,7 @@ TEST(TmaCompile, AnEightBitBGivenKByNIsStoredTransposedForWgmma) {
   CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
   EXPECT_EQ(count(k.ptx, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "), 2u);
   EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
+  EXPECT_EQ(count(k.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"), 4u);
   EXPECT_EQ(count(k.ptx, "st.shared.b8"), 0u);
   EXPECT_EQ(count(k.ptx, "st.shared.b32"), 8u);
   expect_ptxas_accepts(k, true);

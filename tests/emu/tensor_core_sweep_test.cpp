@@ -48,8 +48,8 @@ std::vector<TensorCoreCase> sweep() {
           out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, o.min_k, t.warps, t.m + 16, 2 * t.n + 16,
                          5 * o.min_k + 16, stages, /*b_transposed=*/stages == 4, /*a_transposed=*/stages == 2});
   // Through TMA on sm_90a (the 16- and 8-bit operands, which wgmma reads from shared memory;
-  // 8-bit B as (N, K), but for 2 stages, where it is given (K, N): not staged, loaded at each
-  // step and stored transposed): whole warpgroups, 2 to 4 stages, several laps around the ring,
+  // 8-bit B as (N, K), but for 2 stages, where it is given (K, N): staged as given and stored
+  // transposed at each step): whole warpgroups, 2 to 4 stages, several laps around the ring,
   // edges in M and N, each schedule.
   const Tile warpgroup_tiles[] = {{64, 64, 4}, {128, 64, 4}, {64, 128, 4}, {128, 128, 8}};
   for (const Operands& o : operands) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -56,18 +55,6 @@ std::vector<const ir::Op*> in_body_order(const ir::Block& body, const std::set<c
   return ordered;
 }
 
-// A constant +0 (all bits zero), splat or broadcast: what the copies' zero-fill gives.
-bool is_zero(const ir::Value* v) {
-  const ir::Op* op = v->def;
-  if (!op) return false;
-  if (op->kind == K::splat || op->kind == K::broadcast) return is_zero(op->operands[0]);
-  if (op->kind != K::constant) return false;
-  const ir::AttrValue& value = op->attr("value");
-  if (const auto* i = std::get_if<int64_t>(&value)) return *i == 0;
-  const auto* d = std::get_if<double>(&value);
-  return d && *d == 0 && !std::signbit(*d);
-}
-
 std::map<const ir::Value*, int> count_uses(const ir::Block& block) {
   std::map<const ir::Value*, int> uses;
   ir::walk(block, [&](const ir::Op& op) {
@@ -84,26 +71,47 @@ const ir::Op* only_user(const ir::Block& body, const ir::Value* v, std::map<cons
   return nullptr;
 }
 
-// The dot in `body` that reads `v` (its one use) through shared memory: as A, B, or through
-// trans(v); null when there is none.
+// The ops of `body` that use `v`, one entry per use; empty unless every use of `v` is there.
+std::vector<const ir::Op*> users_in(const ir::Block& body, const ir::Value* v, std::map<const ir::Value*, int>& uses) {
+  std::vector<const ir::Op*> users;
+  for (const auto& op : body.ops)
+    for (const ir::Value* o : op->operands)
+      if (o == v) users.push_back(op.get());
+  return static_cast<int>(users.size()) == uses[v] ? users : std::vector<const ir::Op*>{};
+}
+
+// The dot that reads `v` through shared memory at its use by `user` (v itself as A or B, or
+// through trans(v)); null when that use is not such a read. `only_use`: v has no other.
 const ir::Op* dot_reading_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v,
-                                         std::map<const ir::Value*, int>& uses) {
-  const ir::Op* user = only_user(body, v, uses);
+                                         const ir::Op* user, bool only_use, std::map<const ir::Value*, int>& uses) {
   const ir::Value* operand = v;
-  bool transposed = user && user->kind == K::trans && transposed_dot_operand(user->result()) == v;
+  bool transposed = user->kind == K::trans && transposed_dot_operand(user->result()) == v;
   if (transposed) {
     operand = user->result();
     user = only_user(body, operand, uses);
   }
-  if (!user || user->kind != K::dot) return nullptr;
-  int index = user->operands[0] == operand ? 0 : user->operands[1] == operand ? 1 : -1;
-  if (index < 0 || !L.dot_tiling(*user)) return nullptr;
+  if (!user || user->kind != K::dot || (user->operands[0] == operand) == (user->operands[1] == operand)) return nullptr;
+  int index = user->operands[0] == operand ? 0 : 1;
+  if (!L.dot_tiling(*user)) return nullptr;
   bool k_major = index == 0 ? !transposed : transposed;  // A held (M, K), B held as trans of (N, K)
   if (dot_reads_from_shared(v->type.dtype, k_major)) return user;
   // An 8-bit B given (K, N) for wgmma is staged as given and stored transposed at each step.
   std::optional<WgmmaTiling> wgmma = L.wgmma_dot_tiling(*user);
   bool transposed_b = index == 1 && wgmma && wgmma_held_b(v, wgmma->instr.element_bits).transposed;
-  return transposed_b ? user : nullptr;
+  return transposed_b && only_use ? user : nullptr;
+}
+
+// The dots of `body` that read `v` through shared memory, one per use (every dot reads the
+// same tile, as its layout on each asks), when every use of v is such a read; else empty.
+std::vector<const ir::Op*> dots_reading_through_shared(const Lowering& L, const ir::Block& body, const ir::Value* v,
+                                                       std::map<const ir::Value*, int>& uses) {
+  std::vector<const ir::Op*> users = users_in(body, v, uses), dots;
+  for (const ir::Op* user : users) {
+    const ir::Op* dot = dot_reading_through_shared(L, body, v, user, users.size() == 1, uses);
+    if (!dot) return {};
+    dots.push_back(dot);
+  }
+  return dots;
 }
 
 }  // namespace
@@ -151,18 +159,22 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
   const ir::Block& body = loop.region(0);
   std::vector<Staged> staged;
   for (const auto& op : body.ops) {
+    auto read_by_wgmma = [&](const std::vector<const ir::Op*>& dots) {
+      return std::any_of(dots.begin(), dots.end(), [&](const ir::Op* dot) { return L.wgmma_dot_tiling(*dot).has_value(); });
+    };
     if (op->kind == K::desc_load && L.has_tma()) {
-      const ir::Op* dot = dot_reading_through_shared(L, body, op->result(), uses);
+      std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
       std::set<const ir::Op*> slice;
-      if (!dot || !collect_slice(body, op->operands[1], slice) || !collect_slice(body, op->operands[2], slice)) continue;
-      staged.push_back({op.get(), in_body_order(body, slice), 0, L.wgmma_dot_tiling(*dot).has_value(), /*tma=*/true});
+      if (dots.empty() || !collect_slice(body, op->operands[1], slice) || !collect_slice(body, op->operands[2], slice))
+        continue;
+      staged.push_back({op.get(), in_body_order(body, slice), 0, read_by_wgmma(dots), /*tma=*/true});
       continue;
     }
     // Only loads whose masked-off elements are zero: the copies zero-fill.
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
-    if (op->operands.size() > 2 && !is_zero(op->operands[2])) continue;
-    const ir::Op* dot = dot_reading_through_shared(L, body, op->result(), uses);
-    if (!dot) continue;
+    if (op->operands.size() > 2 && !is_zero_constant(op->operands[2])) continue;
+    std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
+    if (dots.empty()) continue;
     std::set<const ir::Op*> slice;
     if (!collect_slice(body, op->operands[0], slice)) continue;
     if (op->operands.size() > 1 && !collect_slice(body, op->operands[1], slice)) continue;
@@ -170,7 +182,7 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     const ir::Value* mask = op->operands.size() > 1 ? op->operands[1] : nullptr;
     int64_t width = L.access_width(*op, L.default_layout(type.shape), mask);
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
-    staged.push_back({op.get(), in_body_order(body, slice), width, L.wgmma_dot_tiling(*dot).has_value()});
+    staged.push_back({op.get(), in_body_order(body, slice), width, read_by_wgmma(dots)});
   }
   return staged;
 }

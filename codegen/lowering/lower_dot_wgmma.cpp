@@ -10,10 +10,19 @@
 // instruction's layout.
 //
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
-// step, commits them as one group and waits for it; in a loop whose pipeline lets the dot run
-// on (Lowering::dots_in_flight), it waits only for the previous iteration's group. LLVM has no
-// intrinsic for wgmma.mma_async, so it is inline PTX; the wait is inline PTX too and takes
-// every accumulator register as an in/out operand, so no use of the results can move above it.
+// step and commits them as one group. In a loop whose pipeline lets the dot run on across
+// iterations (Lowering::dots_in_flight), it then waits only for the previous iteration's
+// group. Otherwise, when the group reads only tiles that stay put until the block ends (a
+// loop pipeline's ring slots, a loop's invariant tiles, A from registers), nothing waits
+// for it until its result is first used: the ops in between (attention's softmax of one
+// block while the product with the previous block's probabilities runs) overlap it. That
+// use waits with wgmma.wait_group N, N the groups committed since, which completes the older
+// groups too. A group that read scratch tiles stored for it is waited for at once: the next
+// lowering may overwrite them. LLVM has no intrinsic for wgmma.mma_async, so it is inline
+// PTX; the wait is inline PTX too and takes every accumulator register it completes as an
+// in/out operand, so no use of the results can move above it.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
@@ -33,20 +42,21 @@ std::string register_list(int first, int count) {
   return s;
 }
 
-// `count` outputs of `kind` ("f" or "r"), each tied to the input of the same position.
-std::string tied_constraints(const char* kind, int count) {
+// Outputs of `kinds` ('f' or 'r' each), each tied to the input of the same position when `tied`.
+std::string output_constraints(const std::string& kinds, bool tied) {
   std::string s;
-  for (int i = 0; i < count; ++i) s += fmt::format("{}={}", i ? "," : "", kind);
-  for (int i = 0; i < count; ++i) s += fmt::format(",{}", i);
+  for (size_t i = 0; i < kinds.size(); ++i) s += fmt::format("{}={}", i ? "," : "", kinds[i]);
+  for (size_t i = 0; tied && i < kinds.size(); ++i) s += fmt::format(",{}", i);
   return s;
 }
 
-// Calls inline PTX `text` whose outputs are `regs` (tied to their values on entry) and whose
-// other inputs are `extra`; returns the outputs.
+// Calls inline PTX `text` whose outputs are `regs` (tied to their values on entry unless
+// `fresh`: then only their types count) and whose other inputs are `extra`; returns the outputs.
 std::vector<llvm::Value*> call_tied_asm(llvm::IRBuilder<>& b, const std::string& text, const std::string& constraints,
-                                        const std::vector<llvm::Value*>& regs, const std::vector<llvm::Value*>& extra) {
+                                        const std::vector<llvm::Value*>& regs, const std::vector<llvm::Value*>& extra,
+                                        bool fresh = false) {
   std::vector<llvm::Type*> out_types, in_types;
-  std::vector<llvm::Value*> args = regs;
+  std::vector<llvm::Value*> args = fresh ? std::vector<llvm::Value*>{} : regs;
   args.insert(args.end(), extra.begin(), extra.end());
   for (llvm::Value* r : regs) out_types.push_back(r->getType());
   for (llvm::Value* a : args) in_types.push_back(a->getType());
@@ -87,15 +97,15 @@ std::optional<LinearLayout> Lowering::transposed_b_load_layout(const ir::Value* 
 namespace {
 
 // The inline PTX of one wgmma.mma_async of `instr` whose D has `regs` registers: operands
-// $0.. are D, then D's tied inputs, then A (its descriptor, or four fragment words), B's
-// descriptor and scale-d (an i32, nonzero to accumulate).
+// $0.. are D, then D's tied inputs (unless `fresh`), then A (its descriptor, or four fragment
+// words), B's descriptor and scale-d (an i32, nonzero to accumulate; 0 when fresh).
 struct WgmmaAsm {
   std::string text, constraints;
 };
-WgmmaAsm wgmma_asm(const WgmmaInstr& instr, int regs) {
+WgmmaAsm wgmma_asm(const WgmmaInstr& instr, int regs, bool fresh) {
   bool integer = instr.a_kind == MmaKind::s8;
   bool a_registers = instr.a_in_registers();
-  int next = 2 * regs;
+  int next = fresh ? regs : 2 * regs;
   std::string a = a_registers ? fmt::format("{{{}}}", register_list(next, 4)) : fmt::format("${}", next);
   next += a_registers ? 4 : 1;
   int b = next++, scale_d = next;
@@ -109,7 +119,8 @@ WgmmaAsm wgmma_asm(const WgmmaInstr& instr, int regs) {
   }
   return {fmt::format("{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\n{} {{{}}}, {}, ${}, p{};\n}}", scale_d,
                       instr.ptx_name(), register_list(0, regs), a, b, immediates),
-          tied_constraints(integer ? "r" : "f", regs) + (a_registers ? ",r,r,r,r" : ",l") + ",l,r"};
+          output_constraints(std::string(static_cast<size_t>(regs), integer ? 'r' : 'f'), !fresh) +
+              (a_registers ? ",r,r,r,r" : ",l") + ",l,r"};
 }
 
 }  // namespace
@@ -175,7 +186,11 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
   };
 
   int regs = instr.n / 2;
-  WgmmaAsm wgmma = wgmma_asm(instr, regs);
+  // A zero accumulator is not read: the first K step writes D without taking it as input,
+  // so no copies of zeros into D's registers come between the fence and the wgmma (a
+  // register write there would make ptxas wait for the groups still running).
+  const bool zero_acc = is_zero_constant(op.operands[2]);
+  WgmmaAsm accumulating = wgmma_asm(instr, regs, false), fresh = wgmma_asm(instr, regs, true);
   // A's words are packed before the fence, which orders the register writes before the reads.
   std::vector<std::vector<llvm::Value*>> a_words;
   for (int step = 0; step < t.reps_k; ++step)
@@ -187,20 +202,49 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
         auto [b_base, b_per_group] = b_offset(n, step);
         std::vector<llvm::Value*> extra = a_words[static_cast<size_t>(step * t.reps_m + m)];
         extra.push_back(descriptor(slice_base(tiles.b, group_n, b_per_group), b_desc, b_base));
-        extra.push_back(const_i32(1));
+        const bool first_write = zero_acc && step == 0;
+        extra.push_back(const_i32(first_write ? 0 : 1));
         std::vector<llvm::Value*> d;
         for (int i = 0; i < regs; ++i) d.push_back(acc[static_cast<size_t>(t.acc_register(m, n, i))]);
-        d = call_tied_asm(b, wgmma.text, wgmma.constraints, d, extra);
+        const WgmmaAsm& wgmma = first_write ? fresh : accumulating;
+        d = call_tied_asm(b, wgmma.text, wgmma.constraints, d, extra, first_write);
         for (int i = 0; i < regs; ++i) acc[static_cast<size_t>(t.acc_register(m, n, i))] = d[static_cast<size_t>(i)];
       }
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
-  define(op.result(), Regs{t.acc, wait_for_wgmma(dots_in_flight.count(&op) ? 1 : 0, acc)});
+  bool runs_on = tiles.b_staged && (a_registers || tiles.a_staged);
+  if (dots_in_flight.count(&op)) acc = wait_for_wgmma(1, acc);
+  else if (runs_on) running_wgmma_.push_back(op.result());
+  else acc = wait_for_wgmma(0, acc);
+  define(op.result(), Regs{t.acc, acc});
 }
 
 std::vector<llvm::Value*> Lowering::wait_for_wgmma(int pending, const std::vector<llvm::Value*>& acc) {
-  const char* kind = acc.at(0)->getType()->isIntegerTy() ? "r" : "f";
-  return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending),
-                       tied_constraints(kind, static_cast<int>(acc.size())), acc, {});
+  std::string kinds;
+  for (llvm::Value* r : acc) kinds += r->getType()->isIntegerTy() ? 'r' : 'f';
+  return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending), output_constraints(kinds, true), acc, {});
+}
+
+void Lowering::complete_wgmma(const ir::Value* v) {
+  auto it = std::find(running_wgmma_.begin(), running_wgmma_.end(), v);
+  if (it == running_wgmma_.end()) return;
+  auto completing = static_cast<size_t>(it - running_wgmma_.begin()) + 1;
+  std::vector<llvm::Value*> regs;
+  for (size_t i = 0; i < completing; ++i) {
+    const auto& values = home_.at(running_wgmma_[i]).values;
+    regs.insert(regs.end(), values.begin(), values.end());
+  }
+  regs = wait_for_wgmma(static_cast<int>(running_wgmma_.size() - completing), regs);
+  auto landed = regs.begin();
+  for (size_t i = 0; i < completing; ++i) {
+    auto& values = home_.at(running_wgmma_[i]).values;
+    std::copy(landed, landed + static_cast<std::ptrdiff_t>(values.size()), values.begin());
+    landed += static_cast<std::ptrdiff_t>(values.size());
+  }
+  running_wgmma_.erase(running_wgmma_.begin(), running_wgmma_.begin() + static_cast<std::ptrdiff_t>(completing));
+}
+
+void Lowering::complete_all_wgmma() {
+  if (!running_wgmma_.empty()) complete_wgmma(running_wgmma_.back());
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -2,6 +2,8 @@
 // value gets into the layout an op needs.
 #include "codegen/lowering/lowering.h"
 
+#include <cmath>
+
 #include <llvm/IR/CallingConv.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Verifier.h>
@@ -51,6 +53,7 @@ LinearLayout Lowering::default_layout(const ir::Shape& shape) const {
 }
 
 const Regs& Lowering::home(const ir::Value* v) {
+  if (!running_wgmma_.empty()) complete_wgmma(v);
   auto it = home_.find(v);
   TJ_CHECK(it != home_.end());
   return it->second;
@@ -68,6 +71,17 @@ void Lowering::define(const ir::Value* v, Regs regs) {
 
 void Lowering::define_scalar(const ir::Value* v, llvm::Value* value) {
   define(v, Regs{LinearLayout{}, {value}});
+}
+
+bool is_zero_constant(const ir::Value* v) {
+  const ir::Op* op = v->def;
+  if (!op) return false;
+  if (op->kind == ir::OpKind::splat || op->kind == ir::OpKind::broadcast) return is_zero_constant(op->operands[0]);
+  if (op->kind != ir::OpKind::constant) return false;
+  const ir::AttrValue& value = op->attr("value");
+  if (const auto* i = std::get_if<int64_t>(&value)) return *i == 0;
+  const auto* d = std::get_if<double>(&value);
+  return d && *d == 0 && !std::signbit(*d);
 }
 
 // Values built only from constants, index ranges and elementwise / shape ops on them are
@@ -277,7 +291,13 @@ llvm::Value* Lowering::call_libdevice(const std::string& name, llvm::ArrayRef<ll
 }
 
 void Lowering::lower_block(const ir::Block& block) {
-  for (auto& op : block.ops) lower_op(*op);
+  for (auto& op : block.ops) {
+    // A region is lowered once but may run many times: the groups it would wait for must
+    // have been committed before it.
+    if (op->kind == ir::OpKind::for_loop || op->kind == ir::OpKind::if_else) complete_all_wgmma();
+    lower_op(*op);
+  }
+  complete_all_wgmma();
 }
 
 void Lowering::lower_op(const ir::Op& op) {

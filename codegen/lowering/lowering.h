@@ -122,6 +122,8 @@ class Lowering {
   // wgmma.wait_group `pending` with the accumulator registers `acc` passing through it (their
   // values land there); returns them.
   std::vector<llvm::Value*> wait_for_wgmma(int pending, const std::vector<llvm::Value*>& acc);
+  // Waits for every wgmma group still running on after its dot (lower_dot_wgmma.cpp).
+  void complete_all_wgmma();
   // The widest access (in elements) for a load or store on `layout` (contiguity, alignment
   // and mask constancy allowing).
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
@@ -216,6 +218,12 @@ class Lowering {
                                                 int count);
   std::vector<llvm::Value*> compute_constant_like(const ir::Op& op, const LinearLayout& layout);
 
+  // wgmma dots whose group runs on after the dot, oldest first: their results' registers
+  // land at the first use, which waits for that group and every older one (home); control
+  // flow and the end of a block wait for all (lower_dot_wgmma.cpp says when a dot may).
+  std::vector<const ir::Value*> running_wgmma_;
+  void complete_wgmma(const ir::Value* v);
+
   std::unique_ptr<llvm::Module> module_;
   llvm::Function* kernel_ = nullptr;
   AxisAnalysis axis_;
@@ -242,6 +250,9 @@ const ir::Value* transposed_dot_operand(const ir::Value* v);
 // `word_type`: a vector of the elements (<2 x half> for f16) or an integer holding their
 // bits from the lowest element up.
 llvm::Value* pack_fragment_word(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& parts, llvm::Type* word_type);
+
+// Whether `v` is a constant +0 (all bits zero), or a splat or broadcast of one.
+bool is_zero_constant(const ir::Value* v);
 
 // The ops lower_elementwise lowers: arithmetic, comparisons, math, select, casts, addptr.
 bool is_elementwise(ir::OpKind kind);

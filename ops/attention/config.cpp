@@ -24,7 +24,9 @@
 // one chunk (wgmma's N), the forward 64 keys per step (32 at H = 256); dk / dv, with two
 // accumulators, 128 keys per program and fewer queries per step as H grows. Two stages: the
 // next blocks are copied into a shared-memory ring during a step instead of being stored to
-// shared memory after each load, and ptxas needs fewer registers for it.
+// shared memory after each load, and ptxas needs fewer registers for it. The products overlap
+// the softmax (config.h, overlap) except in the forward at H = 256, where the values that
+// keeps live spill; dk / dv at H = 128 takes 16 queries per step for them.
 #include "ops/attention/config.h"
 
 #include <algorithm>
@@ -46,7 +48,8 @@ std::vector<std::pair<std::string, int64_t>> KernelConfig::constants(int64_t hea
           {"HEAD_DIM", head_dim},
           {"HEAD_CHUNK", std::min(head_chunk, padded_head_dim(head_dim))},
           {"num_warps", num_warps},
-          {"num_stages", num_stages}};
+          {"num_stages", num_stages},
+          {"OVERLAP", overlap ? 1 : 0}};
 }
 
 int64_t padded_head_dim(int64_t head_dim) {
@@ -70,12 +73,21 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo&
       {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig dkdv32[] = {
       {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 32, 1}};
-  static const KernelConfig forward16_wgmma[] = {
-      {128, 64, 8, 16, 2}, {128, 64, 8, 32, 2}, {128, 64, 8, 64, 2}, {128, 64, 8, 128, 2}, {128, 32, 8, 256, 2}};
-  static const KernelConfig query_blocks16_wgmma[] = {
-      {128, 64, 8, 16, 2}, {128, 64, 8, 32, 2}, {128, 64, 8, 64, 2}, {128, 32, 8, 128, 2}, {64, 32, 8, 256, 2}};
-  static const KernelConfig dkdv16_wgmma[] = {
-      {64, 128, 8, 16, 2}, {64, 128, 8, 32, 2}, {64, 128, 8, 64, 2}, {32, 128, 8, 128, 2}, {16, 64, 8, 128, 2}};
+  static const KernelConfig forward16_wgmma[] = {{128, 64, 8, 16, 2, true},
+                                                 {128, 64, 8, 32, 2, true},
+                                                 {128, 64, 8, 64, 2, true},
+                                                 {128, 64, 8, 128, 2, true},
+                                                 {128, 32, 8, 256, 2, false}};
+  static const KernelConfig query_blocks16_wgmma[] = {{128, 64, 8, 16, 2, true},
+                                                      {128, 64, 8, 32, 2, true},
+                                                      {128, 64, 8, 64, 2, true},
+                                                      {128, 32, 8, 128, 2, true},
+                                                      {64, 32, 8, 256, 2, true}};
+  static const KernelConfig dkdv16_wgmma[] = {{64, 128, 8, 16, 2, true},
+                                              {64, 128, 8, 32, 2, true},
+                                              {64, 128, 8, 64, 2, true},
+                                              {16, 128, 8, 128, 2, true},
+                                              {16, 64, 8, 128, 2, true}};
   const int row = table_row(padded_head_dim(head_dim));
   const bool wide = dtype == DType::f32, wgmma = !wide && device.cc_major == 9;
   AttentionConfigs c;

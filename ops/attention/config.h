@@ -23,6 +23,12 @@ struct KernelConfig {
   // for a shared-memory ring (and, in some kernels, registers that can spill: the tuner
   // decides on the GPU).
   int num_stages = 1;
+  // Whether the kernels issue their products early, so that the tensor cores run them while the
+  // softmax runs (OVERLAP): the forward finishes each block's p · v in the next iteration, the
+  // backward issues dout · v^T together with q · k^T (forward_kernel.cpp, dq_kernel.cpp,
+  // dkdv_kernel.cpp). It pays where products run asynchronously, which wgmma does from a
+  // ring of staged blocks (sm_90a, two stages), and it keeps more values live.
+  bool overlap = false;
   // The kernel constants for head dim `head_dim`.
   std::vector<std::pair<std::string, int64_t>> constants(int64_t head_dim) const;
 };

@@ -17,6 +17,9 @@
 // the head has such a row (its close_rows flag), the program visits the head's other query
 // blocks too.
 #include "ops/attention/backward_kernels.h"
+
+#include <optional>
+
 #include "ops/attention/kernel_tiles.h"
 
 namespace tilejit::ops::attention_detail {
@@ -48,17 +51,22 @@ Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
             Chunks q = a.load_rows("q", q_base, rows, a.T);                          // (BLOCK_M, H)
             Chunks dout = a.load_rows("dout", dout_base, rows, a.q_end);             // (BLOCK_M, H)
             auto stats = a.row_stats(head, rows, 1);                                 // (1, BLOCK_M)
-            auto logits = a.logits(a.dot_heads(k, q), expand_dims(rows, 0), expand_dims(keys, 1), head);
+            Tile kq = a.dot_heads(k, q);                                             // (BLOCK_N, BLOCK_M)
+            // With OVERLAP, v · dout^T is issued now and runs on while the weights are computed.
+            std::optional<Tile> dp;
+            if (a.overlap) dp = a.dot_heads(v, dout);
+            auto logits = a.logits(kq, expand_dims(rows, 0), expand_dims(keys, 1), head);
             Tile p = stats.weights(logits);                                          // (BLOCK_N, BLOCK_M)
             Chunks dv = a.dot_rows(p, dout, Chunks(carried.begin() + chunks, carried.end()));  // (BLOCK_N, H)
-            Tile ds = stats.logit_gradients(logits, p, a.dot_heads(v, dout));       // (BLOCK_N, BLOCK_M)
+            Tile ds = stats.logit_gradients(logits, p, dp ? *dp : a.dot_heads(v, dout));  // (BLOCK_N, BLOCK_M)
             Chunks dk = a.dot_rows(ds, q, Chunks(carried.begin(), carried.begin() + chunks));  // (BLOCK_N, H)
             dk.insert(dk.end(), dv.begin(), dv.end());
             return dk;
           };
           if (!a.skips_blocks()) return for_range(0, block_count, 1, std::move(grads), step);
           Tile close_rows = load(a.in["close_rows"] + (a.b * a.N + head)) > 0;
-          return for_blocks_then_rest(a.query_blocks(s0, bn, bm), block_count, std::move(grads), step,
+          return for_blocks_then_rest(a.query_blocks(s0, bn, bm), block_count, std::move(grads),
+                                      each_block(block_count, step),
                                       [&](const std::vector<Tile>&) { return close_rows; });
         };
         Chunks zero = a.zero_rows(bn), init = a.zero_rows(bn);

@@ -8,6 +8,9 @@
 // A masked logit passes no gradient, so only the blocks of keys the rows can keep (the key
 // range of the band and lengths) are visited; that skip is exact for every row.
 #include "ops/attention/backward_kernels.h"
+
+#include <optional>
+
 #include "ops/attention/kernel_tiles.h"
 
 namespace tilejit::ops::attention_detail {
@@ -27,9 +30,13 @@ Kernel dq_kernel(DType dtype, std::vector<ir::Param> params) {
           Tile keys = block * bn + arange(0, bn);                                    // (BLOCK_N)
           Chunks k = a.load_rows("k", k_base, keys, a.S);                             // (BLOCK_N, H)
           Chunks v = a.load_rows("v", v_base, keys, a.S);                             // (BLOCK_N, H)
-          auto logits = a.logits(a.dot_heads(q, k), expand_dims(rows, 1), expand_dims(keys, 0), head);
+          Tile qk = a.dot_heads(q, k);                                               // (BLOCK_M, BLOCK_N)
+          // With OVERLAP, dout · v^T is issued now and runs on while the weights are computed.
+          std::optional<Tile> dp;
+          if (a.overlap) dp = a.dot_heads(dout, v);
+          auto logits = a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head);
           Tile p = stats.weights(logits);                                            // (BLOCK_M, BLOCK_N)
-          Tile ds = stats.logit_gradients(logits, p, a.dot_heads(dout, v));         // (BLOCK_M, BLOCK_N)
+          Tile ds = stats.logit_gradients(logits, p, dp ? *dp : a.dot_heads(dout, v));  // (BLOCK_M, BLOCK_N)
           return a.dot_rows(ds, k, dq);                                              // (BLOCK_M, H)
         };
         auto blocks = a.skips_blocks() ? a.key_blocks(t0, bm, bn)

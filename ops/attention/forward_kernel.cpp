@@ -18,6 +18,14 @@
 // within the gap (a row with no kept key, or logits pushed down to masked_logit by a bias)
 // it visits the remaining blocks too. The online softmax does not depend on the order of the
 // blocks, so the result is the one of visiting every block.
+//
+// Overlap (OVERLAP, config.h). Each iteration issues q · k for its block and p · v for the
+// block before (each_block_lagged), then computes its softmax: on sm_90a both products run on
+// the tensor cores while the softmax runs, the second until the accumulator is rescaled at
+// the end of the iteration. acc then holds the blocks up to the previous one, scaled to this
+// block's max: acc' = (acc + p_prev · v_prev) * alpha. The iteration after the last block
+// computes an all-masked softmax (alpha = 1, p = 0) to finish the last p · v. Without
+// OVERLAP each iteration does its own block: acc' = acc * alpha + p · v.
 #include "ops/attention/forward_kernel.h"
 
 #include <limits>
@@ -35,36 +43,50 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
         Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);  // (BLOCK_M, H)
         Tile k_base = a.operand_base("k", kv_head), v_base = a.operand_base("v", kv_head);
 
-        // Carried: the row max m, the row sum l (BLOCK_M), then the accumulator's chunks.
-        BlockBody step = [&](Tile block, std::vector<Tile> carried) {
-          Tile keys = block * bn + arange(0, bn);                                    // (BLOCK_N)
+        // Carried: the row max m, the row sum l (BLOCK_M), with OVERLAP the previous block's
+        // probabilities p (BLOCK_M, BLOCK_N) in q's dtype, then the accumulator's chunks (which
+        // then hold every block before that one).
+        const size_t acc_index = a.overlap ? 3 : 2;
+        auto p_times_v = [&](const Tile& p, const Tile& block, Chunks acc) {
+          return a.dot_rows(p, a.load_rows("v", v_base, block * bn + arange(0, bn), a.S), acc);  // (BLOCK_M, H)
+        };
+        LaggedBody step = [&](const LaggedStep& s, std::vector<Tile> carried) {
+          Tile keys = s.block * bn + arange(0, bn);                                  // (BLOCK_N)
           Tile qk = a.dot_heads(q, a.load_rows("k", k_base, keys, a.S));            // (BLOCK_M, BLOCK_N)
+          Chunks acc(carried.begin() + acc_index, carried.end());
+          // The previous block's p · v runs on while this block's softmax is computed.
+          if (a.overlap) acc = p_times_v(carried[2], s.previous, acc);
           Tile logits = a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head).value;
           SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
-          Chunks acc = map_chunks(Chunks(carried.begin() + 2, carried.end()),
-                                  [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
-          acc = a.dot_rows(sm.p, a.load_rows("v", v_base, keys, a.S), acc);          // (BLOCK_M, H)
+          acc = map_chunks(acc, [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
+          if (!a.overlap) acc = p_times_v(sm.p, s.block, acc);
           std::vector<Tile> next = {sm.m, sm.l};
+          if (a.overlap) next.push_back(cast(sm.p, a.dtype));
           next.insert(next.end(), acc.begin(), acc.end());
           return next;
         };
         std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
                                   zeros({bm}, DType::f32)};
+        if (a.overlap) init.push_back(zeros({bm, bn}, a.dtype));
         Chunks zero = a.zero_rows(bm);
         init.insert(init.end(), zero.begin(), zero.end());
         Tile block_count = cdiv(a.S, bn);
+        BlockRun blocks = a.overlap ? each_block_lagged(block_count, step)
+                                    : each_block(block_count, [&](Tile block, std::vector<Tile> carried) {
+                                        return step(LaggedStep{block, block}, std::move(carried));
+                                      });
         Tile active = rows < a.q_end;  // (BLOCK_M)
         std::vector<Tile> r;
         if (a.skips_blocks()) {
-          auto blocks = a.key_blocks(t0, bm, bn);
-          r = for_blocks_then_rest(blocks, block_count, init, step, [&](const std::vector<Tile>& carried) {
-            return any_set(active && a.near_masked(carried[0]));
-          });
+          r = for_blocks_then_rest(a.key_blocks(t0, bm, bn), block_count, init, blocks,
+                                   [&](const std::vector<Tile>& carried) {
+                                     return any_set(active && a.near_masked(carried[0]));
+                                   });
         } else {
-          r = for_range(0, block_count, 1, init, step);
+          r = blocks(scalar(0, DType::i32), block_count, init);
         }
         Tile m = r[0], l = r[1];
-        Chunks out = map_chunks(Chunks(r.begin() + 2, r.end()), [&](const Tile& acc) {
+        Chunks out = map_chunks(Chunks(r.begin() + static_cast<std::ptrdiff_t>(acc_index), r.end()), [&](const Tile& acc) {
           return where(expand_dims(active, 1), acc / expand_dims(l, 1), 0.0);
         });
         a.store_rows("out", a.operand_base("out", head), rows, a.T, out);

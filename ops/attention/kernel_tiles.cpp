@@ -31,6 +31,7 @@ AttentionTiles::AttentionTiles(const NamedTiles& in_, const Constants& c, DType 
       head_dim(c["HEAD_DIM"]),
       chunk(c["HEAD_CHUNK"]),
       chunks((head_dim + chunk - 1) / chunk),
+      overlap(c["OVERLAP"] != 0),
       T(in["T"]),
       S(in["S"]),
       N(in["N"]),
@@ -191,7 +192,7 @@ Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }
 
 Kernel define_attention_kernel(std::string name, DType dtype, std::vector<ir::Param> params, AttentionBody body) {
   return define_op_kernel(std::move(name), params,
-                          {{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"HEAD_DIM", 64}, {"HEAD_CHUNK", 64}},
+                          {{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"HEAD_DIM", 64}, {"HEAD_CHUNK", 64}, {"OVERLAP", 0}},
                           [dtype, params, body](const Constants& c, std::span<const Tile> tiles) {
                             NamedTiles in(params, tiles);
                             AttentionTiles a(in, c, dtype);
@@ -199,8 +200,18 @@ Kernel define_attention_kernel(std::string name, DType dtype, std::vector<ir::Pa
                           });
 }
 
+namespace {
+
+// The block `index` steps from `start`, wrapping around [0, count).
+Tile wrapped_block(const Tile& start, const Tile& index, const Tile& count) {
+  Tile block = start + index;
+  return where(block < count, block, block - count);
+}
+
+}  // namespace
+
 std::vector<Tile> for_blocks_then_rest(const std::pair<Tile, Tile>& blocks, const Tile& count,
-                                       std::vector<Tile> carried, const BlockBody& body,
+                                       std::vector<Tile> carried, const BlockRun& run,
                                        const std::function<Tile(const std::vector<Tile>&)>& more) {
   // Two passes of one loop, so that the body is traced once: blocks [first, end), then, when
   // `more` holds for what the first pass carries out, the other count - (end - first) blocks
@@ -209,12 +220,26 @@ std::vector<Tile> for_blocks_then_rest(const std::pair<Tile, Tile>& blocks, cons
   return for_range(0, 2, 1, std::move(carried), [&](Tile pass, std::vector<Tile> c) {
     Tile start = where(pass == 0, first, end);
     Tile length = where(pass == 0, end - first, where(more(c), count - (end - first), 0));
-    return for_range(0, length, 1, std::move(c),
-                     [&](Tile i, std::vector<Tile> inner) {
-                       Tile block = start + i;
-                       return body(where(block < count, block, block - count), std::move(inner));
-                     });
+    return run(start, length, std::move(c));
   });
+}
+
+BlockRun each_block(const Tile& count, const BlockBody& body) {
+  return [count, body](const Tile& start, const Tile& length, std::vector<Tile> carried) {
+    return for_range(0, length, 1, std::move(carried),
+                     [&](Tile i, std::vector<Tile> c) { return body(wrapped_block(start, i, count), std::move(c)); });
+  };
+}
+
+BlockRun each_block_lagged(const Tile& count, const LaggedBody& body) {
+  return [count, body](const Tile& start, const Tile& length, std::vector<Tile> carried) {
+    Tile iterations = where(length > 0, length + 1, 0);
+    return for_range(0, iterations, 1, std::move(carried), [&](Tile i, std::vector<Tile> c) {
+      LaggedStep step{where(i < length, wrapped_block(start, i, count), count),
+                      where(i > 0, wrapped_block(start, i - 1, count), count)};
+      return body(step, std::move(c));
+    });
+  };
 }
 
 }  // namespace tilejit::ops::attention_detail

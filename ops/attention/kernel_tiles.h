@@ -44,6 +44,7 @@ class AttentionTiles {
   int64_t head_dim;               // H: the constant HEAD_DIM
   int64_t chunk;                  // HEAD_CHUNK
   int64_t chunks;                 // ceil(H / HEAD_CHUNK)
+  bool overlap;                   // OVERLAP: products issued early (config.h)
   dsl::Tile T, S, N, G, scale;    // scalars
   float masked;                   // masked_logit(dtype)
   // Whether any mask can leave a whole block of keys masked for a block of queries (the
@@ -146,13 +147,33 @@ using AttentionBody = std::function<void(AttentionTiles& a, int64_t block_m, int
 dsl::Kernel define_attention_kernel(std::string name, DType dtype, std::vector<ir::Param> params,
                                     AttentionBody body);
 
-// Runs `body(block)` over blocks [first, end), then, when `more` (an i1 scalar) is true, over
-// every other block of [0, count), carrying `carried` through both: the exact way to skip
-// blocks whose contribution is zero unless `more` says otherwise. `more` is evaluated on the
-// values carried out of the first range.
-using BlockBody = std::function<std::vector<dsl::Tile>(dsl::Tile, std::vector<dsl::Tile>)>;
+// A loop over `length` blocks from `start` (wrapping around the block count), carrying
+// `carried`: each_block or each_block_lagged.
+using BlockRun = std::function<std::vector<dsl::Tile>(const dsl::Tile& start, const dsl::Tile& length,
+                                                      std::vector<dsl::Tile> carried)>;
+
+// Runs over blocks [first, end), then, when `more` (an i1 scalar) is true, over every other
+// block of [0, count), carrying `carried` through both: the exact way to skip blocks whose
+// contribution is zero unless `more` says otherwise. `more` is evaluated on the values carried
+// out of the first range.
 std::vector<dsl::Tile> for_blocks_then_rest(const std::pair<dsl::Tile, dsl::Tile>& blocks, const dsl::Tile& count,
-                                            std::vector<dsl::Tile> carried, const BlockBody& body,
+                                            std::vector<dsl::Tile> carried, const BlockRun& run,
                                             const std::function<dsl::Tile(const std::vector<dsl::Tile>&)>& more);
+
+// body(block) for each block, one iteration each.
+using BlockBody = std::function<std::vector<dsl::Tile>(dsl::Tile, std::vector<dsl::Tile>)>;
+BlockRun each_block(const dsl::Tile& count, const BlockBody& body);
+
+// For a body that finishes each block one iteration after starting it, so that the end of one
+// block's work overlaps the start of the next one's (the forward's p · v runs on the tensor
+// cores while the next block's softmax runs on the others, codegen/lowering/
+// lower_dot_wgmma.cpp): n blocks take n + 1 iterations (none when n = 0). Iteration i starts
+// `block` (i < n) and finishes `previous` (i > 0); either is `count`, past every block, when
+// there is none, so that its keys are all masked.
+struct LaggedStep {
+  dsl::Tile block, previous;
+};
+using LaggedBody = std::function<std::vector<dsl::Tile>(const LaggedStep&, std::vector<dsl::Tile>)>;
+BlockRun each_block_lagged(const dsl::Tile& count, const LaggedBody& body);
 
 }  // namespace tilejit::ops::attention_detail

@@ -29,30 +29,36 @@ int64_t step_rows(TunedKernel kernel, const Config& c) {
 // Live values per thread: the f32 accumulators of the program's rows (one for the forward and
 // dq, dk and dv for dk / dv), its resident operands (q; q and dout; k and v), packed two to a
 // register for 16-bit inputs, and the f32 (rows, step) tiles (the logits; p and dp in the
-// backward). The heuristic's configs (config.h), which assemble without spills, all fit the
-// space's bound.
+// backward). Overlapping products keeps one more (rows, step) tile live: the forward's p of
+// the previous block (16-bit), the backward's dp while the softmax runs. The heuristic's
+// configs (config.h), which assemble without spills, all fit the space's bound.
 double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c) {
   const double share = spec.dtype == DType::f32 ? 1.0 : 0.5;
   const double rows = double(program_rows(kernel, c)), h = double(padded_head_dim(spec.head_dim));
   const double accumulators = kernel == TunedKernel::dkdv ? 2 : 1;
   const double operands = kernel == TunedKernel::forward ? 1 : 2, tiles = kernel == TunedKernel::forward ? 1 : 2;
-  return (rows * h * (accumulators + operands * share) + tiles * rows * double(step_rows(kernel, c))) /
+  const double overlapped = c["OVERLAP"] == 0 ? 0 : kernel == TunedKernel::forward ? share : 1;
+  return (rows * h * (accumulators + operands * share) + (tiles + overlapped) * rows * double(step_rows(kernel, c))) /
          (32.0 * double(c["num_warps"]));
 }
 
 // Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two
-// pipeline stages (16-bit inputs); at most 224 live values per thread. Where the bound comes
-// from: with mma.sync (sm_80) about 128 fit in registers, and the cost model charges the
-// spills of more; wgmma (sm_90a) reads its operands from shared memory, and ptxas assembles
-// its defaults (config.cpp) without spills up to 224 by this count (dk / dv at head dim 128,
-// 128 keys by 32 queries). The cost model cannot tell the stages apart, so each tile's two
-// come next to each other in its ranking and the GPU's timing decides.
+// pipeline stages (16-bit inputs), products overlapped or not (with two stages); at most 224
+// live values per thread. Where the bound comes from: with mma.sync (sm_80) about 128 fit in
+// registers, and the cost model charges the spills of more; wgmma (sm_90a) reads its operands
+// from shared memory, and ptxas assembles its defaults (config.cpp) without spills up to 216
+// by this count (dk / dv at head dim 128: 128 keys by 16 queries, overlapped). The cost model
+// cannot tell the stages or the overlap apart, so a tile's variants come next to each other
+// in its ranking and the GPU's timing decides.
 autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& spec) {
   autotune::ConfigSpace space;
   space.add("BLOCK_M", {16, 32, 64, 128}).add("BLOCK_N", {16, 32, 64, 128}).add("num_warps", {4, 8});
   space.add("HEAD_CHUNK", {16, 32, 64, 128, 256});
   // f32 operands are split for tf32x3 in registers: the pipeline has no loads to take over.
   space.add("num_stages", spec.dtype == DType::f32 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2});
+  space.add("OVERLAP", spec.dtype == DType::f32 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1});
+  space.require("OVERLAP with two stages only (early products run on from a ring of staged blocks)",
+                [](const Config& c, const ProblemShape&) { return c["OVERLAP"] == 0 || c["num_stages"] == 2; });
   const int64_t padded = padded_head_dim(spec.head_dim);
   space.require(fmt::format("HEAD_CHUNK <= {} (the padded head dim)", padded),
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
@@ -87,7 +93,8 @@ Config tuned_values(const KernelConfig& c, int64_t head_dim) {
                  {"BLOCK_N", c.block_n},
                  {"num_warps", c.num_warps},
                  {"HEAD_CHUNK", std::min(c.head_chunk, padded_head_dim(head_dim))},
-                 {"num_stages", c.num_stages}}};
+                 {"num_stages", c.num_stages},
+                 {"OVERLAP", c.overlap ? 1 : 0}}};
 }
 
 KernelConfig heuristic_config(TunedKernel kernel, const AttentionTuningSpec& spec, const DeviceInfo& device) {
@@ -187,6 +194,7 @@ KernelConfig kernel_config_of(const Config& config) {
   c.block_m = config["BLOCK_M"], c.block_n = config["BLOCK_N"];
   c.num_warps = int(config["num_warps"]), c.head_chunk = config["HEAD_CHUNK"];
   c.num_stages = int(config["num_stages"]);
+  c.overlap = config["OVERLAP"] != 0;
   return c;
 }
 

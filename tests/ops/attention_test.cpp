@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tests/codegen/ptxas_check.h"
 #include "tests/ops/attention_test_util.h"
 #include "tests/ptx_dump.h"
 
@@ -44,16 +45,49 @@ TEST(Attention, PipelinedBlocks) {
       c.kv_lens = {70, 51};
       c.configs = small_blocks(d == DType::f32 ? 32 : 64, 2);
       std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
-      // The forward, dk / dv and dq kernels stream their blocks through cp.async rings; f32
-      // operands are split for tf32x3 in registers, so their loads stay as they are.
+      // The four kernels stream their blocks through cp.async rings (dq and dk / dv read each
+      // staged block in two products); f32 operands are split for tf32x3 in registers, so
+      // their loads stay as they are.
       EXPECT_EQ(std::count_if(ptx.begin(), ptx.end(),
                               [](const std::string& text) { return text.find("cp.async.c") != std::string::npos; }),
-                d == DType::f32 ? 0 : 3)
+                d == DType::f32 ? 0 : 4)
           << device << " " << dtype_name(d);
       AttentionCase biased = c;
       biased.causal = false, biased.kv_lens = {}, biased.bias_shape = {2, 1, 45, 70};
       check_attention_case(biased);
     }
+}
+
+// OVERLAP (config.h): the forward finishes each block's p · v in the next iteration and the
+// backward issues dout · v^T with q · k^T, through both passes of the block skipping (rows
+// with no kept key send a program through every block), GQA sums and padding lengths. On
+// sm_90a the products read their blocks from the rings and run on while the softmax runs: each
+// of the three kernels waits for the first of its two running groups alone (wait_group 1);
+// the emulator hands out an accumulator only at the wait that completes it, and ptxas keeps
+// the overlap (it inserts no wait of its own).
+TEST(Attention, OverlappedProducts) {
+  for (const char* device : {"emu:sm_90a", "emu:sm_80"}) {
+    AttentionCase c;
+    c.device = device;
+    c.B = 2, c.T = 45, c.S = 70, c.N = 4, c.K = 2, c.H = 32;
+    c.bottom_right = true;  // with T < S every row keeps keys; batch 1 keeps none
+    c.kv_lens = {70, 0};
+    // A warpgroup's 64 rows (queries; keys for dk / dv) per program, so that sm_90a runs wgmma.
+    KernelConfig queries{64, 16, 4, 32, 2, true}, keys{16, 64, 4, 32, 2, true};
+    c.configs = AttentionConfigs{queries, queries, keys, queries};
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+    size_t waiting_for_one = std::count_if(ptx.begin(), ptx.end(), [](const std::string& text) {
+      return text.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos;
+    });
+    EXPECT_EQ(waiting_for_one, std::string(device) == "emu:sm_90a" ? 3u : 0u) << device;
+    if (std::string(device) == "emu:sm_90a" && tilejit::codegen::find_ptxas())
+      for (const std::string& text : ptx) tilejit::codegen::expect_overlap_kept(tilejit::codegen::run_ptxas(text, "sm_90a"), device);
+    AttentionCase windowed = c;
+    windowed.bottom_right = false, windowed.kv_lens = {}, windowed.q_lens = {45, 30};
+    windowed.window = std::pair<int64_t, int64_t>{20, 3};
+    windowed.bias_shape = {2, 1, 45, 70};
+    check_attention_case(windowed);
+  }
 }
 
 TEST(Attention, EveryDtype) {

@@ -92,7 +92,7 @@ TEST(AttentionTuning, ATunedShapeServesLaterCalls) {
 TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 32, true};
-  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}}};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}, {"OVERLAP", 1}}};
   const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32, device.info()).forward;
   ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
   const at::ProblemShape tuned{{{"BN", 4}, {"G", 1}, {"T", 64}, {"S", 64}}};
@@ -135,9 +135,9 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   const at::ProblemShape other{{{"BN", 1}, {"G", 1}, {"T", 24}, {"S", 24}}};
   const std::map<ad::TunedKernel, at::Config> stored = {
       {ad::TunedKernel::dkdv,
-       at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}, {"num_stages", 2}}}},
+       at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}, {"num_stages", 2}, {"OVERLAP", 1}}}},
       {ad::TunedKernel::dq,
-       at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 1}}}}};
+       at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 1}, {"OVERLAP", 0}}}}};
   for (auto& [kernel, config] : stored) {
     const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
     ASSERT_NE(config, op.heuristic_config(other, device.info()));
@@ -160,7 +160,7 @@ TEST(AttentionTuning, GroupsAreTunedAsTheyRunAndKeptApart) {
   for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv})
     tuned_through_runner(ad::attention_tunable(spec, kernel), grouped, 2, 5);
   const at::ProblemShape other{{{"BN", 4}, {"G", 2}, {"T", 64}, {"S", 64}}};
-  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}}};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}, {"OVERLAP", 1}}};
   const at::TunableKernel& forward = ad::attention_tunable(spec);
   at::TuningDatabase::global().offer_best(at::TuningKey::of(forward, other, device.info()), {stored, 1e-6, other, 0, {}});
   AttentionCase c = forward_case(DType::bf16, 4, 50, 60, 32, false);

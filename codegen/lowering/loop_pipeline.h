@@ -1,7 +1,9 @@
 // Internal to codegen/lowering: software pipelining of the loads that feed dot (sm_80+,
-// num_stages >= 2). A load in a for loop's body qualifies when its only use is a dot operand
-// that the tensor cores read through shared memory, its pointer and mask depend only on the
-// induction variable and on values from outside the loop, and it masks to zero: it becomes
+// num_stages >= 2). A load in a for loop's body qualifies when every use of it is a dot
+// operand that the tensor cores read through shared memory (several dots read the one staged
+// tile, each in the layout it takes; attention's backward reads k as B of q · k^T and of
+// ds · k), its pointer and mask depend only on the induction variable and on values from
+// outside the loop, and it masks to zero: it becomes
 // asynchronous copies (cp.async, 4 to 16 bytes per thread, zero-filled where masked) straight
 // into a ring of num_stages shared tiles, and the dot reads the tile of its iteration.
 //

@@ -5,7 +5,7 @@
 // ds · k), its pointer and mask depend only on the induction variable and on values from
 // outside the loop, and it masks to zero: it becomes
 // asynchronous copies (cp.async, 4 to 16 bytes per thread, zero-filled where masked) straight
-// into a ring of num_stages shared tiles, and the dot reads the tile of its iteration.
+// into a ring of num_stages shared tiles, and the dots read the tile of its iteration.
 //
 // The prologue issues iterations 0 .. S-2, one commit group each. Iteration i waits until at
 // most S-2 groups are pending (its own has landed), synchronises the CTA (every thread's

@@ -14,10 +14,10 @@
 // iterations (Lowering::dots_in_flight), it then waits only for the previous iteration's
 // group. Otherwise, when the group reads only tiles that stay put until the block ends (a
 // loop pipeline's ring slots, a loop's invariant tiles, A from registers), nothing waits
-// for it until its result is first used: the ops in between (attention's softmax of one
-// block while the product with the previous block's probabilities runs) overlap it. That
-// use waits with wgmma.wait_group N, N the groups committed since, which completes the older
-// groups too. A group that read scratch tiles stored for it is waited for at once: the next
+// for it until an op uses its result: the ops in between (attention's softmax of one block
+// while the product with the previous block's probabilities runs) overlap it. Before that op
+// comes wgmma.wait_group N, N the groups committed since, which completes the older groups
+// too. A group that read scratch tiles stored for it is waited for at once: the next
 // lowering may overwrite them. LLVM has no intrinsic for wgmma.mma_async, so it is inline
 // PTX; the wait is inline PTX too and takes every accumulator register it completes as an
 // in/out operand, so no use of the results can move above it.
@@ -224,10 +224,17 @@ std::vector<llvm::Value*> Lowering::wait_for_wgmma(int pending, const std::vecto
   return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending), output_constraints(kinds, true), acc, {});
 }
 
-void Lowering::complete_wgmma(const ir::Value* v) {
-  auto it = std::find(running_wgmma_.begin(), running_wgmma_.end(), v);
-  if (it == running_wgmma_.end()) return;
-  auto completing = static_cast<size_t>(it - running_wgmma_.begin()) + 1;
+void Lowering::complete_wgmma_read_by(const ir::Op& op) {
+  std::optional<size_t> youngest;
+  for (const ir::Value* v : op.operands) {
+    auto it = std::find(running_wgmma_.begin(), running_wgmma_.end(), v);
+    if (it != running_wgmma_.end()) youngest = std::max(youngest.value_or(0), size_t(it - running_wgmma_.begin()));
+  }
+  if (youngest) complete_wgmma(*youngest);
+}
+
+void Lowering::complete_wgmma(size_t index) {
+  const size_t completing = index + 1;
   std::vector<llvm::Value*> regs;
   for (size_t i = 0; i < completing; ++i) {
     const auto& values = home_.at(running_wgmma_[i]).values;
@@ -244,7 +251,7 @@ void Lowering::complete_wgmma(const ir::Value* v) {
 }
 
 void Lowering::complete_all_wgmma() {
-  if (!running_wgmma_.empty()) complete_wgmma(running_wgmma_.back());
+  if (!running_wgmma_.empty()) complete_wgmma(running_wgmma_.size() - 1);
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -53,7 +53,6 @@ LinearLayout Lowering::default_layout(const ir::Shape& shape) const {
 }
 
 const Regs& Lowering::home(const ir::Value* v) {
-  if (!running_wgmma_.empty()) complete_wgmma(v);
   auto it = home_.find(v);
   TJ_CHECK(it != home_.end());
   return it->second;
@@ -292,9 +291,11 @@ llvm::Value* Lowering::call_libdevice(const std::string& name, llvm::ArrayRef<ll
 
 void Lowering::lower_block(const ir::Block& block) {
   for (auto& op : block.ops) {
-    // A region is lowered once but may run many times: the groups it would wait for must
-    // have been committed before it.
+    // The wait comes before the op's own code, which may branch (a wait is .aligned: every
+    // thread runs it). A region is lowered once but may run many times: the groups it would
+    // wait for must have been committed before it.
     if (op->kind == ir::OpKind::for_loop || op->kind == ir::OpKind::if_else) complete_all_wgmma();
+    complete_wgmma_read_by(*op);
     lower_op(*op);
   }
   complete_all_wgmma();

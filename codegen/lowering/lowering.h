@@ -219,10 +219,13 @@ class Lowering {
   std::vector<llvm::Value*> compute_constant_like(const ir::Op& op, const LinearLayout& layout);
 
   // wgmma dots whose group runs on after the dot, oldest first: their results' registers
-  // land at the first use, which waits for that group and every older one (home); control
-  // flow and the end of a block wait for all (lower_dot_wgmma.cpp says when a dot may).
+  // land before the first op that uses one, which waits for that group and every older one;
+  // control flow and the end of a block wait for all (lower_dot_wgmma.cpp says when a dot may).
   std::vector<const ir::Value*> running_wgmma_;
-  void complete_wgmma(const ir::Value* v);
+  // Waits for the youngest running group whose result `op` reads, and so for the older ones.
+  void complete_wgmma_read_by(const ir::Op& op);
+  // Waits for the running groups up to the one at `index` of running_wgmma_.
+  void complete_wgmma(size_t index);
 
   std::unique_ptr<llvm::Module> module_;
   llvm::Function* kernel_ = nullptr;

@@ -20,9 +20,9 @@
 // blocks, so the result is the one of visiting every block.
 //
 // Overlap (OVERLAP, config.h). Each iteration issues q · k for its block and p · v for the
-// block before (each_block_lagged), then computes its softmax: on sm_90a both products run on
-// the tensor cores while the softmax runs, the second until the accumulator is rescaled at
-// the end of the iteration. acc then holds the blocks up to the previous one, scaled to this
+// block before (each_block_lagged), then computes its softmax: on sm_90a the logits wait for
+// q · k alone, and p · v runs on the tensor cores while the softmax runs, until the
+// accumulator is rescaled at the end of the iteration. acc then holds the blocks up to the previous one, scaled to this
 // block's max: acc' = (acc + p_prev · v_prev) * alpha. The iteration after the last block
 // computes an all-masked softmax (alpha = 1, p = 0) to finish the last p · v. Without
 // OVERLAP each iteration does its own block: acc' = acc * alpha + p · v.

@@ -114,6 +114,16 @@ std::vector<const ir::Op*> dots_reading_through_shared(const Lowering& L, const 
   return dots;
 }
 
+// Whether `dots` (those dots_reading_through_shared gave for v) are one wgmma that reads v as
+// an 8-bit B stored transposed.
+bool read_transposed(const Lowering& L, const std::vector<const ir::Op*>& dots, const ir::Value* v) {
+  if (dots.size() != 1) return false;
+  std::optional<WgmmaTiling> tiling = L.wgmma_dot_tiling(*dots[0]);
+  if (!tiling) return false;
+  HeldOperand b = wgmma_held_b(dots[0]->operands[1], tiling->instr.element_bits);
+  return b.transposed && b.value == v;
+}
+
 }  // namespace
 
 std::unique_ptr<LoopPipeline> LoopPipeline::plan(Lowering& L, const ir::Op& loop) {
@@ -168,6 +178,7 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
       if (dots.empty() || !collect_slice(body, op->operands[1], slice) || !collect_slice(body, op->operands[2], slice))
         continue;
       staged.push_back({op.get(), in_body_order(body, slice), 0, read_by_wgmma(dots), /*tma=*/true});
+      staged.back().transposed_b = read_transposed(L, dots, op->result());
       continue;
     }
     // Only loads whose masked-off elements are zero: the copies zero-fill.
@@ -183,6 +194,7 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     int64_t width = L.access_width(*op, L.default_layout(type.shape), mask);
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
     staged.push_back({op.get(), in_body_order(body, slice), width, read_by_wgmma(dots)});
+    staged.back().transposed_b = read_transposed(L, dots, op->result());
   }
   return staged;
 }
@@ -223,11 +235,10 @@ const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, 
   auto is_staged = [&](const ir::Value* v) {
     return std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) { return s.load->result() == v; });
   };
-  // Operands stored into scratch per iteration (a transposed B too, though staged) would be
-  // overwritten while still being read.
+  // Operands stored into scratch per iteration would be overwritten while still being read (a
+  // transposed B is stored into its ring slot's own tile).
   HeldOperand b = wgmma_held_b(dot->operands[1], tiling->instr.element_bits);
-  if (!is_staged(held_a(dot->operands[0], tiling->instr.element_bits).value) || b.transposed || !is_staged(b.value))
-    return nullptr;
+  if (!is_staged(held_a(dot->operands[0], tiling->instr.element_bits).value) || !is_staged(b.value)) return nullptr;
   auto use_count = [&](const ir::Value* v) {
     auto it = uses.find(v);
     return it == uses.end() ? 0 : it->second;
@@ -251,6 +262,9 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     s.offset = end;
     s.tile_bytes = SharedOperand::aligned(SharedOperand::bytes_of(s.load->result()->type));
     end += stages_ * s.tile_bytes;
+    if (!s.transposed_b) continue;
+    s.transposed_offset = end;
+    end += stages_ * s.tile_bytes;  // (N, K) tiles of the same bytes
   }
   if (uses_tma_) {
     barriers_offset_ = end;
@@ -301,7 +315,7 @@ void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value
   if (specialized_) {
     release_slot(iv, step, stage);
     mbarrier_wait(L_, barrier(stage), b.CreateZExt(second_lap, b.getInt32Ty()));
-    for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
+    offer_tiles(stage);
     return;
   }
   if (uses_cp_async_)
@@ -316,7 +330,7 @@ void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value
   llvm::Value* ahead = b.CreateAdd(iv, b.CreateMul(step, llvm::ConstantInt::get(iv->getType(), stages_ - behind)));
   issue(ahead, b.CreateICmpSLT(ahead, ub), refill);
   commit();
-  for (const Staged& s : staged_) L_.staged_operands[s.load->result()] = tile(s, stage);
+  offer_tiles(stage);
 }
 
 llvm::Value* LoopPipeline::slot_of(llvm::Value* position, llvm::Value* second_lap) {
@@ -364,14 +378,24 @@ void LoopPipeline::finish() {
     });
     L_.barrier();
   }
-  for (const Staged& s : staged_) L_.staged_operands.erase(s.load->result());
+  for (const Staged& s : staged_) {
+    L_.staged_operands.erase(s.load->result());
+    L_.transposed_tiles.erase(s.load->result());
+  }
   L_.scratch_offset = saved_scratch_offset_;
 }
 
-llvm::Value* LoopPipeline::tile(const Staged& s, llvm::Value* slot) {
+llvm::Value* LoopPipeline::tile(int64_t ring_offset, int64_t tile_bytes, llvm::Value* slot) {
   auto& b = L_.b;
-  llvm::Value* offset = b.CreateAdd(L_.const_i32(s.offset), b.CreateMul(slot, L_.const_i32(s.tile_bytes)));
+  llvm::Value* offset = b.CreateAdd(L_.const_i32(ring_offset), b.CreateMul(slot, L_.const_i32(tile_bytes)));
   return b.CreateGEP(b.getInt8Ty(), L_.shared_block(), offset);
+}
+
+void LoopPipeline::offer_tiles(llvm::Value* slot) {
+  for (const Staged& s : staged_) {
+    L_.staged_operands[s.load->result()] = tile(s.offset, s.tile_bytes, slot);
+    if (s.transposed_b) L_.transposed_tiles[s.load->result()] = tile(s.transposed_offset, s.tile_bytes, slot);
+  }
 }
 
 void LoopPipeline::commit() {
@@ -412,7 +436,7 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     std::vector<llvm::Value*> ptrs = L_.in_layout(load.operands[0], layout);
     std::vector<llvm::Value*> masks;
     if (load.operands.size() > 1) masks = L_.in_layout(load.operands[1], layout);
-    SharedOperand dst(L_, type, tile(s, slot));
+    SharedOperand dst(L_, type, tile(s.offset, s.tile_bytes, slot));
     int64_t element_bytes = dtype_storage_bytes(type.dtype), bytes = s.width * element_bytes;
     // .cg (L2 only) for whole 16-byte lines; smaller copies must go through L1 (.ca).
     llvm::Intrinsic::ID copy = bytes == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
@@ -443,7 +467,7 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     for (auto& [s, at] : blocks) {
       std::optional<TmaMulticast> multicast;
       if (int axis = multicast_axis(*s); by_producer && axis >= 0) multicast = multicast_share(axis);
-      issue_tma_block(L_, s->load->operands[0], tile(*s, slot), barrier(slot), at[0], at[1],
+      issue_tma_block(L_, s->load->operands[0], tile(s->offset, s->tile_bytes, slot), barrier(slot), at[0], at[1],
                       multicast ? &*multicast : nullptr);
     }
   };

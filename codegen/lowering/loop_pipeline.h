@@ -21,6 +21,11 @@
 // mbarrier of its slot for the phase of its lap around the ring. The loop carries its
 // position in two laps, 0 .. 2S-1: the slot, and the parity of the phase to wait for.
 //
+// An 8-bit B that wgmma reads transposed (it takes 8-bit operands K-major only) is staged as
+// given, and each ring slot has an (N, K) tile of its own that the dot stores the transposed
+// block into: no other iteration's group reads that tile, and every thread has passed the
+// iteration that last did.
+//
 // With S >= 3, a wgmma dot that is the body's only dot, reads both operands from the rings
 // and accumulates into a carried value nothing else reads stays in flight across iterations
 // (Lowering::dots_in_flight): iteration i waits only for the group of i-1, so when iteration
@@ -111,8 +116,10 @@ class LoopPipeline {
     int64_t width;                     // elements per copy
     bool read_by_wgmma = false;        // its dot reads it through the async proxy
     bool tma = false;                  // a desc_load whose blocks TMA copies
+    bool transposed_b = false;         // an 8-bit B that wgmma reads stored transposed
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
+    int64_t transposed_offset = 0;     // of the (N, K) tiles it is stored into, one per slot
   };
   // `uses`: how many ops of the function use each value. `outer`: the loop around `loop` whose
   // iterations the producer runs across, or null.
@@ -173,7 +180,10 @@ class LoopPipeline {
   // Copies of iteration `iv` of every staged load into ring slot `slot`; none when !in_range.
   // by_producer: the calling thread is the producer, which issues every TMA copy itself.
   void issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot, bool by_producer = false);
-  llvm::Value* tile(const Staged& s, llvm::Value* slot);
+  // Tile `slot` of the ring of `tile_bytes` tiles at `ring_offset`.
+  llvm::Value* tile(int64_t ring_offset, int64_t tile_bytes, llvm::Value* slot);
+  // Hands the dots the tiles of ring slot `slot` (Lowering::staged_operands, transposed_tiles).
+  void offer_tiles(llvm::Value* slot);
   void commit();
   // The mbarrier of ring slot `slot` (i32), where TMA copies complete; with warp
   // specialization, slots S .. 2S-1 are the empty mbarriers (empty_barrier).

@@ -4,10 +4,11 @@
 // visible to the async proxy first). An A computed in registers (attention's probabilities,
 // a dequantized operand) is read from registers in the instruction's A fragment, as
 // wgmma.mma_async's register form takes it. wgmma reads 8-bit operands K-major only: an 8-bit
-// B given (K, N) is stored transposed into an (N, K) tile at each step, read in (4, 4) blocks
-// per thread (from its load, transposed_b_load_layout, or from the tile a loop pipeline staged
-// it in) so the store writes 4 bytes at a time. The accumulator stays in registers in the
-// instruction's layout.
+// B given (K, N) is stored transposed into an (N, K) tile at each step (the scratch space, or
+// the ring slot's own tile when a loop pipeline staged it), read in (4, 4) blocks per thread
+// (from its load, transposed_b_load_layout, or from the tile a loop pipeline staged it in) so
+// the store writes 4 bytes at a time. The accumulator stays in registers in the instruction's
+// layout.
 //
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
 // step and commits them as one group. In a loop whose pipeline lets the dot run on across

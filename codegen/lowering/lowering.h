@@ -116,6 +116,9 @@ class Lowering {
   // Dot operands a loop pipeline has copied into shared memory (codegen/lowering/
   // loop_pipeline.h): the value's tile for this iteration, read from there by the dot.
   std::map<const ir::Value*, llvm::Value*> staged_operands;
+  // Of those, an 8-bit B that wgmma reads transposed: the (N, K) tile of this iteration's ring
+  // slot that the dot stores it into (no other iteration's group reads it).
+  std::map<const ir::Value*, llvm::Value*> transposed_tiles;
   // wgmma dots whose loop pipeline lets each iteration's group run on into the next one: the
   // dot waits only for the group before it, the pipeline for the last after the loop.
   std::set<const ir::Op*> dots_in_flight;

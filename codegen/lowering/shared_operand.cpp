@@ -287,9 +287,22 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
       transposing = L.home(b);
     }
   }
+  // A transposed B whose loop pipeline keeps a tile per ring slot for it goes there, with no
+  // barrier before: no running group reads that tile, and no thread still reads it.
+  auto kept = held_b.transposed ? L.transposed_tiles.find(b) : L.transposed_tiles.end();
+  if (b_wanted && kept != L.transposed_tiles.end()) {
+    t.b = kept->second;
+    SharedOperand(L, transposed_type(b->type), t.b).store_transposed(*transposing);
+  }
   t.a_staged = t.a != nullptr, t.b_staged = t.b != nullptr;
   bool a_store = a_wanted && !t.a, b_store = b_wanted && !t.b;
-  if (!a_store && !b_store) return t;
+  if (!a_store && !b_store) {
+    if (kept != L.transposed_tiles.end()) {
+      if (async_proxy) L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+      L.barrier();
+    }
+    return t;
+  }
   int64_t a_bytes = a_store ? SharedOperand::aligned(SharedOperand::bytes_of(a->type)) : 0;
   int64_t b_bytes = b_store ? SharedOperand::bytes_of(b->type) : 0;
   if (a_store) t.a = L.shared_base();

@@ -109,7 +109,8 @@ struct OperandTiles {
   bool a_staged = false, b_staged = false;
 };
 // `b.transposed`: b is stored transposed, from registers or from the tile a loop pipeline
-// staged it in as given.
+// staged it in as given, into the scratch space or the ring slot's own (N, K) tile
+// (Lowering::transposed_tiles; then b_staged: no later lowering overwrites it).
 OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted, const HeldOperand& b, bool b_wanted,
                                  bool async_proxy);
 

@@ -105,16 +105,17 @@ TEST(TensorCoreCompile, PipelinedOperandsAreCopiedAsynchronously) {
         continue;
       }
       // 8-bit B operands given (K, N) reach mma.sync through registers: only A is staged; wgmma
-      // stages them as given and stores them transposed at each step.
+      // stages them as given and stores them transposed at each step, into the ring slot's own
+      // (N, K) tile.
       int64_t element_bytes = instr->element_bits / 8;
       bool sm90a = std::string(arch) == "sm_90a";
       int64_t staged_bytes = 64 * 32 * element_bytes * (element_bytes == 2 || sm90a ? 2 : 1);
       size_t copies_per_step = static_cast<size_t>(staged_bytes / 16 / 128);
-      // A wgmma dot stays in flight when both operands are staged: not an 8-bit B, which is
-      // stored transposed at each step.
+      // A wgmma dot stays in flight when both operands are staged (an 8-bit B too: no other
+      // iteration's group reads the tile it is stored transposed into).
       bool warpgroup = count(k.ptx, "wgmma.mma_async") > 0;
       EXPECT_EQ(warpgroup, sm90a);
-      bool in_flight = warpgroup && element_bytes == 2;
+      bool in_flight = warpgroup;
       size_t prologue_steps = in_flight ? 1 : 2;
       EXPECT_EQ(count(k.ptx, "cp.async.cg.shared.global"), (prologue_steps + 1) * copies_per_step)
           << "the prologue's steps, one in the loop";

@@ -44,20 +44,26 @@ TEST(TmaCompile, Sm80ReadsDescriptorBlocksWithoutTma) {
 // An 8-bit B block given (K, N), which wgmma takes K-major only: both blocks arrive by TMA
 // into their rings (one step in the prologue, one per iteration: 4 copies), and B's is read
 // at each step in (4, 4) blocks per thread and stored transposed, 4 bytes at a time: 64 x 128
-// bytes over 256 threads, 8 stores each.
+// bytes over 256 threads, 8 stores each, into its ring slot's own tile, so that with 3 stages
+// the dot stays in flight.
 TEST(TmaCompile, AnEightBitBGivenKByNIsStoredTransposedForWgmma) {
   dsl::Kernel kernel = testing_kernels::tensor_core_gemm_desc<DType::f8e4m3, DType::f8e4m3>();
   std::vector<ir::ArgFacts> facts = kernel.aligned_facts();
   facts[0].block = {128, 64};  // A: 64-byte rows
   facts[1].block = {64, 128};  // B (K, N): 128-byte rows
-  auto fn = kernel.trace(kernel.constants({{"num_warps", 8}, {"num_stages", 2}}), facts);
-  CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
-  EXPECT_EQ(count(k.ptx, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "), 2u);
-  EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
-  EXPECT_EQ(count(k.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"), 4u);
-  EXPECT_EQ(count(k.ptx, "st.shared.b8"), 0u);
-  EXPECT_EQ(count(k.ptx, "st.shared.b32"), 8u);
-  expect_ptxas_accepts(k, true);
+  for (int stages : {2, 3}) {
+    SCOPED_TRACE(stages);
+    auto fn = kernel.trace(kernel.constants({{"num_warps", 8}, {"num_stages", stages}}), facts);
+    CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+    EXPECT_EQ(count(k.ptx, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "), 2u);
+    EXPECT_EQ(count(k.ptx, "mma.sync"), 0u);
+    EXPECT_EQ(count(k.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"), 4u);
+    EXPECT_EQ(count(k.ptx, "st.shared.b8"), 0u);
+    EXPECT_EQ(count(k.ptx, "st.shared.b32"), 8u);
+    // With 3 stages the dot stays in flight: the tile it reads is its ring slot's own.
+    EXPECT_EQ(count(k.ptx, "wgmma.wait_group.sync.aligned 1;"), stages == 3 ? 1u : 0u);
+    expect_ptxas_accepts(k, true);
+  }
 }
 
 // A block copied from one descriptor to another: in by TMA onto an mbarrier, out through the

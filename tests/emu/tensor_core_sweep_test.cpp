@@ -48,9 +48,9 @@ std::vector<TensorCoreCase> sweep() {
           out.push_back({o.a, o.b, arch, o.precision, t.m, t.n, o.min_k, t.warps, t.m + 16, 2 * t.n + 16,
                          5 * o.min_k + 16, stages, /*b_transposed=*/stages == 4, /*a_transposed=*/stages == 2});
   // Through TMA on sm_90a (the 16- and 8-bit operands, which wgmma reads from shared memory;
-  // 8-bit B as (N, K), but for 2 stages, where it is given (K, N): staged as given and stored
-  // transposed at each step): whole warpgroups, 2 to 4 stages, several laps around the ring,
-  // edges in M and N, each schedule.
+  // 8-bit B as (N, K) with 4 stages, else given (K, N): staged as given and stored transposed
+  // at each step into its slot's own tile, in flight with 3 stages): whole warpgroups, 2 to 4
+  // stages, several laps around the ring, edges in M and N, each schedule.
   const Tile warpgroup_tiles[] = {{64, 64, 4}, {128, 64, 4}, {64, 128, 4}, {128, 128, 8}};
   for (const Operands& o : operands) {
     if (o.a == DType::f32) continue;
@@ -61,7 +61,7 @@ std::vector<TensorCoreCase> sweep() {
           for (bool persistent : {false, true}) {
             int64_t bk = 2 * o.min_k;  // 64-byte rows
             TensorCoreCase c{o.a, o.b, "sm_90a", o.precision, t.m, t.n, bk, t.warps, 2 * t.m + 3, 2 * t.n + 16,
-                             (stages + 2) * bk, stages, /*b_transposed=*/eight_bit ? stages != 2 : stages == 3};
+                             (stages + 2) * bk, stages, /*b_transposed=*/eight_bit ? stages == 4 : stages == 3};
             c.descriptors = true, c.warp_specialize = warp_specialize, c.persistent = persistent;
             out.push_back(c);
           }

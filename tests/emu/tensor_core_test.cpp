@@ -76,6 +76,11 @@ INSTANTIATE_TEST_SUITE_P(
         TensorCoreCase{i8, i8, "sm_90a", 0, 128, 64, 64, 4, 144, 80, 208, 3, true},
         TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 32, 4, 80, 128, 112, 4, true},
         TensorCoreCase{bf16, bf16, "sm_90a", 0, 64, 64, 64, 4, 64, 64, 64, 4, false, true},
+        // An 8-bit B given (K, N), stored transposed into its ring slot's own (N, K) tile, in
+        // flight too: through cp.async, TMA and a producer warpgroup's TMA.
+        TensorCoreCase{e4m3, e5m2, "sm_90a", 0, 64, 128, 64, 4, 80, 128, 336, 3},
+        TensorCoreCase{e4m3, e4m3, "sm_90a", 0, 128, 64, 64, 8, 130, 80, 448, 3, false, false, true},
+        TensorCoreCase{i8, i8, "sm_90a", 0, 128, 64, 64, 4, 130, 80, 528, 4, false, false, true, true},
         // Operands through tensor descriptors: TMA rings completing on mbarriers (wgmma in
         // flight with 3+ stages; rows of B in two or four 128-byte boxes, the latter gemm's
         // wide tile on sm_90; 8-bit B as (N, K)), TMA without a pipeline (one stage; tf32 operands, which the dot takes from registers),

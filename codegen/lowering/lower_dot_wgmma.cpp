@@ -18,10 +18,13 @@
 // for it until an op uses its result: the ops in between (attention's softmax of one block
 // while the product with the previous block's probabilities runs) overlap it. Before that op
 // comes wgmma.wait_group N, N the groups committed since, which completes the older groups
-// too. A group that read scratch tiles stored for it is waited for at once: the next
-// lowering may overwrite them. LLVM has no intrinsic for wgmma.mma_async, so it is inline
-// PTX; the wait is inline PTX too and takes every accumulator register it completes as an
-// in/out operand, so no use of the results can move above it.
+// too. A dot accumulating into a running group's result (attention's head-dim chunks) does
+// not wait for it: wgmma may accumulate into the registers of a running group of its shape,
+// and that group completes with the new one. A group that read scratch tiles stored for it is
+// waited for at once: the next lowering may overwrite them. LLVM has no intrinsic for
+// wgmma.mma_async, so it is inline PTX; the wait is inline PTX too and takes every
+// accumulator register it completes as an in/out operand, so no use of the results can move
+// above it.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -128,6 +131,9 @@ WgmmaAsm wgmma_asm(const WgmmaInstr& instr, int regs, bool fresh) {
 
 void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
   const WgmmaInstr& instr = t.instr;
+  // Accumulating into a running group's result: that group completes with this one's wait.
+  if (chains_running_accumulator(op))
+    running_wgmma_.erase(std::find(running_wgmma_.begin(), running_wgmma_.end(), op.operands[2]));
   const bool a_registers = instr.a_in_registers();
   std::vector<llvm::Value*> acc = in_layout(op.operands[2], t.acc);  // (M, N)
   // Before the operand tiles are placed: a conversion may pass through the same scratch space.
@@ -225,9 +231,20 @@ std::vector<llvm::Value*> Lowering::wait_for_wgmma(int pending, const std::vecto
   return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending), output_constraints(kinds, true), acc, {});
 }
 
+bool Lowering::chains_running_accumulator(const ir::Op& op) const {
+  if (op.kind != ir::OpKind::dot) return false;
+  const ir::Value* acc = op.operands[2];
+  if (std::find(running_wgmma_.begin(), running_wgmma_.end(), acc) == running_wgmma_.end()) return false;
+  if (users_.at(acc).size() != 1) return false;
+  std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(op), running = wgmma_dot_tiling(*acc->def);
+  return tiling && running && tiling->instr.n == running->instr.n && tiling->acc == running->acc;
+}
+
 void Lowering::complete_wgmma_read_by(const ir::Op& op) {
+  const bool chained = chains_running_accumulator(op);
   std::optional<size_t> youngest;
   for (const ir::Value* v : op.operands) {
+    if (chained && v == op.operands[2]) continue;
     auto it = std::find(running_wgmma_.begin(), running_wgmma_.end(), v);
     if (it != running_wgmma_.end()) youngest = std::max(youngest.value_or(0), size_t(it - running_wgmma_.begin()));
   }

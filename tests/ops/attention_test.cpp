@@ -5,11 +5,13 @@
 // outputs and checks out, logsumexp, dq, dk and dv. Cases marked "small blocks" run kernels
 // with blocks of 16 and 32 rows, so that problems of a few dozen rows reach several blocks
 // per program (and the skipping of masked blocks); the others run the op's own configs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "tests/codegen/ptx_text.h"
 #include "tests/codegen/ptxas_check.h"
 #include "tests/ops/attention_test_util.h"
 #include "tests/ptx_dump.h"
@@ -88,6 +90,29 @@ TEST(Attention, OverlappedProducts) {
     windowed.bias_shape = {2, 1, 45, 70};
     check_attention_case(windowed);
   }
+}
+
+// The head dim in two chunks on sm_90a: q · k^T is two dots, the second accumulating into the
+// first's running group without waiting for it, so the forward's logits wait for that pair
+// with both chunks of p · v still running (wait_group 2).
+TEST(Attention, ChunkedProductsChainOnRunningGroups) {
+  AttentionCase c;
+  c.B = 1, c.T = 64, c.S = 70, c.N = 2, c.K = 1, c.H = 32;
+  c.causal = true;
+  KernelConfig queries{64, 16, 4, 16, 2, true}, keys{16, 64, 4, 16, 2, true};
+  c.configs = AttentionConfigs{queries, queries, keys, queries};
+  std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+  auto forward = std::find_if(ptx.begin(), ptx.end(), [](const std::string& text) {
+    return text.find(".entry attention_forward") != std::string::npos;
+  });
+  ASSERT_NE(forward, ptx.end());
+  // In the loop: 2 for the logits, then 1 and 0 as the rescale reads each chunk of p · v; no
+  // wait between the two chunks of q · k^T.
+  for (int pending : {2, 1, 0})
+    EXPECT_EQ(tilejit::codegen::count(*forward, fmt::format("wgmma.wait_group.sync.aligned {};", pending)), 1u)
+        << pending;
+  if (tilejit::codegen::find_ptxas())
+    for (const std::string& text : ptx) tilejit::codegen::expect_overlap_kept(tilejit::codegen::run_ptxas(text, "sm_90a"), "chunked");
 }
 
 TEST(Attention, EveryDtype) {

@@ -262,7 +262,9 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     s.offset = end;
     s.tile_bytes = SharedOperand::aligned(SharedOperand::bytes_of(s.load->result()->type));
     end += stages_ * s.tile_bytes;
-    if (!s.transposed_b) continue;
+    // While the dot stays in flight: a transposed tile per slot (else the scratch space's).
+    if (!s.transposed_b || !dot_in_flight_) continue;
+    s.own_transposed_tiles = true;
     s.transposed_offset = end;
     end += stages_ * s.tile_bytes;  // (N, K) tiles of the same bytes
   }
@@ -394,7 +396,7 @@ llvm::Value* LoopPipeline::tile(int64_t ring_offset, int64_t tile_bytes, llvm::V
 void LoopPipeline::offer_tiles(llvm::Value* slot) {
   for (const Staged& s : staged_) {
     L_.staged_operands[s.load->result()] = tile(s.offset, s.tile_bytes, slot);
-    if (s.transposed_b) L_.transposed_tiles[s.load->result()] = tile(s.transposed_offset, s.tile_bytes, slot);
+    if (s.own_transposed_tiles) L_.transposed_tiles[s.load->result()] = tile(s.transposed_offset, s.tile_bytes, slot);
   }
 }
 

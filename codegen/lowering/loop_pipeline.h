@@ -22,9 +22,9 @@
 // position in two laps, 0 .. 2S-1: the slot, and the parity of the phase to wait for.
 //
 // An 8-bit B that wgmma reads transposed (it takes 8-bit operands K-major only) is staged as
-// given, and each ring slot has an (N, K) tile of its own that the dot stores the transposed
-// block into: no other iteration's group reads that tile, and every thread has passed the
-// iteration that last did.
+// given and stored transposed at each step into the scratch space; when its dot stays in
+// flight (below), into an (N, K) tile its ring slot has of its own instead: no other
+// iteration's group reads that tile, and every thread has passed the iteration that last did.
 //
 // With S >= 3, a wgmma dot that is the body's only dot, reads both operands from the rings
 // and accumulates into a carried value nothing else reads stays in flight across iterations
@@ -119,7 +119,8 @@ class LoopPipeline {
     bool transposed_b = false;         // an 8-bit B that wgmma reads stored transposed
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
-    int64_t transposed_offset = 0;     // of the (N, K) tiles it is stored into, one per slot
+    bool own_transposed_tiles = false; // transposed_b, its dot in flight: (N, K) tiles per slot
+    int64_t transposed_offset = 0;     // of those tiles
   };
   // `uses`: how many ops of the function use each value. `outer`: the loop around `loop` whose
   // iterations the producer runs across, or null.

@@ -237,7 +237,7 @@ bool Lowering::chains_running_accumulator(const ir::Op& op) const {
   if (std::find(running_wgmma_.begin(), running_wgmma_.end(), acc) == running_wgmma_.end()) return false;
   if (users_.at(acc).size() != 1) return false;
   std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(op), running = wgmma_dot_tiling(*acc->def);
-  return tiling && running && tiling->instr.n == running->instr.n && tiling->acc == running->acc;
+  return tiling && running && tiling->instr.ptx_name() == running->instr.ptx_name() && tiling->acc == running->acc;
 }
 
 void Lowering::complete_wgmma_read_by(const ir::Op& op) {

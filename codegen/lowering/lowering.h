@@ -228,7 +228,7 @@ class Lowering {
   // Waits for the youngest running group whose result `op` reads, and so for the older ones.
   void complete_wgmma_read_by(const ir::Op& op);
   // Whether `op` is a wgmma dot accumulating into a running group's result, of the same
-  // instruction shape, that nothing else reads: it need not wait for it.
+  // instruction (shape and types), that nothing else reads: it need not wait for it.
   bool chains_running_accumulator(const ir::Op& op) const;
   // Waits for the running groups up to the one at `index` of running_wgmma_.
   void complete_wgmma(size_t index);

@@ -91,8 +91,8 @@ struct HeldOperand {
 HeldOperand held_a(const ir::Value* a, int element_bits);
 HeldOperand held_b(const ir::Value* b);
 // B as wgmma reads it: as held_b, but an 8-bit B given (K, N), which wgmma takes K-major only,
-// is stored transposed into an (N, K) tile (never staged by a loop pipeline: its load is not
-// read from shared memory as it is).
+// is stored transposed into an (N, K) tile at each step (a loop pipeline may stage it as given
+// and keep such a tile per ring slot, codegen/lowering/loop_pipeline.h).
 HeldOperand wgmma_held_b(const ir::Value* b, int element_bits);
 // The (N, K) tile type of `b`'s transpose.
 ir::Type transposed_type(const ir::Type& b);

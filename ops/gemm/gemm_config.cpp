@@ -62,6 +62,14 @@ GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device)
     int64_t stage_bytes = (c.block_m + c.block_n) * c.block_k * bytes;
     int64_t pipeline_bytes = wide ? device.shared_per_block_optin : device.shared_per_block_optin / 2;
     if (device.cc_major >= 8) c.num_stages = std::clamp<int64_t>(pipeline_bytes / stage_bytes, 1, 4);
+    // wgmma reads an 8-bit B given (K, N) stored transposed; with 3 or more stages its dot
+    // stays in flight and each stage holds a transposed B tile too, which may use all of the
+    // shared memory (the pipeline's buffers are given back before the epilogue); else 2 stages.
+    bool transposed_b = device.cc_major == 9 && bytes == 1 && !c.b_transposed;
+    if (transposed_b && c.num_stages >= 3) {
+      int64_t in_flight = device.shared_per_block_optin / (stage_bytes + c.block_n * c.block_k * bytes);
+      c.num_stages = in_flight >= 3 ? std::min<int64_t>(c.num_stages, in_flight) : 2;
+    }
   }
   // Split K when the output tiles fill less than half of the multiprocessors and every
   // slice keeps at least 8 steps of K.

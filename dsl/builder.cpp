@@ -504,13 +504,13 @@ std::vector<ir::Value*> descriptor_operands(const char* op, const Tile& desc, co
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc l) {
   SourceLoc loc = at(l);
   std::vector<ir::Value*> operands = descriptor_operands("desc_load", desc, offsets, loc);
-  return emit(OpKind::desc_load, std::move(operands), ir::Type{desc.dtype(), false, desc.shape()}, loc);
+  return emit(OpKind::desc_load, std::move(operands), ir::Type{desc.dtype(), false, desc.type().block_tile()}, loc);
 }
 
 void desc_store(const Tile& desc, const std::vector<Operand>& offsets, const Tile& block, Loc l) {
   SourceLoc loc = at(l);
   std::vector<ir::Value*> operands = descriptor_operands("desc_store", desc, offsets, loc);
-  ir::Type wanted{desc.dtype(), false, desc.shape()};
+  ir::Type wanted{desc.dtype(), false, desc.type().block_tile()};
   if (block.type() != wanted)
     user_error("desc_store", loc, "the block must be a {} (the descriptor's block), got {}", wanted.str(),
                block.type().str());
@@ -524,7 +524,7 @@ Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterSha
   if (shared.axis < 0 || shared.axis > 2)
     user_error("desc_load", loc, "cluster axis {} is not 0 (x), 1 (y) or 2 (z)", shared.axis);
   Tile block = desc_load(desc, offsets, l);
-  int64_t ctas = fn.cluster[static_cast<size_t>(shared.axis)], rows = desc.shape()[0];
+  int64_t ctas = fn.cluster[static_cast<size_t>(shared.axis)], rows = desc.type().block_tile()[0];
   if (rows % ctas != 0 || (ctas > 1 && (rows / ctas) % 8 != 0))
     user_error("desc_load", loc,
                "a block of {} rows cannot be shared by the cluster's {} CTAs along axis {}: each fetches its share "

@@ -90,8 +90,9 @@ Tile load(const Tile& ptr, const Tile& mask, Loc loc = Loc::current());
 Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc loc = Loc::current());
 void store(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
-// The block of a TensorDesc's tensor whose first element is at `offsets` (row, column; i32,
-// any value): a tile of the descriptor's block shape, elements outside the tensor reading 0.
+// The block of a TensorDesc's tensor whose first element is at `offsets` (one i32 per dim of
+// the tensor, any value; the last two: row, column): a (rows, columns) tile of the
+// descriptor's block, elements outside the tensor reading 0.
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc loc = Loc::current());
 // The same, promising that every CTA of the thread-block cluster whose place in it differs
 // from this CTA's along cluster axis `axis` only (0: x, 1: y, 2: z) loads this same block at
@@ -103,8 +104,8 @@ struct ClusterShared {
   int axis = 0;
 };
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterShared shared, Loc loc = Loc::current());
-// Writes `block` (of the descriptor's block shape and dtype) to the TensorDesc's tensor at
-// `offsets` (row, column; i32, any value); elements outside the tensor are not written. On
+// Writes `block` (a (rows, columns) tile of the descriptor's block and dtype) to the
+// TensorDesc's tensor at `offsets` (as desc_load's); elements outside the tensor are not written. On
 // sm_90 the block leaves through shared memory by TMA, asynchronously: later kernels see it,
 // a load of the same elements later in this kernel may not.
 void desc_store(const Tile& desc, const std::vector<Operand>& offsets, const Tile& block, Loc loc = Loc::current());

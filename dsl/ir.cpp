@@ -25,12 +25,17 @@ std::string Type::str() const {
 
 std::string descriptor_block_problem(DType dtype, const Shape& block) {
   if (dtype == DType::i1) return "i1 tensors have no descriptors";
-  if (block.size() != 2) return fmt::format("the block must have 2 dims, got [{}]", shape_str(block));
-  for (int64_t d : block)
+  if (block.size() < 2 || block.size() > kMaxDescriptorRank)
+    return fmt::format("the block must have 2 to {} dims, got [{}]", kMaxDescriptorRank, shape_str(block));
+  for (size_t i = 0; i + 2 < block.size(); ++i)
+    if (block[i] != 1)
+      return fmt::format("a block is 1 along every dim but the last two (rows, columns), got [{}]", shape_str(block));
+  const int64_t rows = block[block.size() - 2], columns = block.back();
+  for (int64_t d : {rows, columns})
     if (d < 1 || d > 256 || (d & (d - 1)))
-      return fmt::format("block dims must be powers of two up to 256, got [{}]", shape_str(block));
-  if (block[1] * dtype_storage_bytes(dtype) < 16)
-    return fmt::format("a block row must hold at least 16 bytes, got {} {} elements", block[1], dtype_name(dtype));
+      return fmt::format("block rows and columns must be powers of two up to 256, got [{}]", shape_str(block));
+  if (columns * dtype_storage_bytes(dtype) < 16)
+    return fmt::format("a block row must hold at least 16 bytes, got {} {} elements", columns, dtype_name(dtype));
   return {};
 }
 

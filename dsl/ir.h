@@ -22,9 +22,10 @@ std::string shape_str(const Shape& shape);  // "64x32"
 
 // A value's type. A pointer type points at `dtype` in global memory. A tile type has a
 // non-empty shape of power-of-two sizes; a scalar type has an empty shape. A descriptor
-// (a kernel parameter only) names a 2-D tensor of `dtype` in global memory that desc_load
-// reads blocks of; its shape is the block shape, which the launch's descriptor argument
-// fixes (empty until the kernel is specialized for one).
+// (a kernel parameter only) names a tensor of `dtype` in global memory, of rank 2 to 5, that
+// desc_load reads blocks of; its shape is the block shape, which the launch's descriptor
+// argument fixes (empty until the kernel is specialized for one): 1 along each dim before
+// the last two (a block lies at one index of each), then the block's rows and columns.
 struct Type {
   DType dtype = DType::f32;
   bool pointer = false;
@@ -38,6 +39,8 @@ struct Type {
   bool is_tile() const { return !shape.empty() && !descriptor; }
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t numel() const;
+  // A descriptor's block without its leading dims of 1: the (rows, columns) tile desc_load yields.
+  Shape block_tile() const { return shape.size() < 2 ? shape : Shape(shape.end() - 2, shape.end()); }
   Type with_shape(Shape s) const { return Type{dtype, pointer, std::move(s)}; }
   Type with_dtype(DType d) const { return Type{d, pointer, shape}; }
   Type element() const { return Type{dtype, pointer, {}}; }
@@ -46,8 +49,11 @@ struct Type {
   bool operator==(const Type&) const = default;
 };
 
-// Why a descriptor of `dtype` cannot have `block` as its block shape (rank 2, powers of two
-// up to 256 per dim, rows of at least 16 bytes: what one TMA box holds); empty when it can.
+inline constexpr size_t kMaxDescriptorRank = 5;  // what a TMA tensor map describes
+
+// Why a descriptor of `dtype` cannot have `block` as its block shape (rank 2 to 5, 1 along
+// all but the last two dims, which are powers of two up to 256 with rows of at least 16
+// bytes: what one TMA box holds); empty when it can.
 std::string descriptor_block_problem(DType dtype, const Shape& block);
 
 enum class OpKind : uint8_t {

@@ -100,9 +100,9 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
     if (!facts.empty()) fn->params[i].facts = facts[i];
     ir::Param& p = fn->params[i];
     if (p.type.descriptor) {
-      if (p.facts.block.size() != 2)
-        fail("kernel {}: descriptor parameter '{}' needs its block shape (rows, columns), which the launch's "
-             "TensorDescriptor gives; got [{}]",
+      if (p.facts.block.size() < 2)
+        fail("kernel {}: descriptor parameter '{}' needs its block shape (1 along each dim before the rows, then "
+             "rows, columns), which the launch's TensorDescriptor gives; got [{}]",
              name_, p.name, ir::shape_str(p.facts.block));
       if (std::string problem = ir::descriptor_block_problem(p.type.dtype, p.facts.block); !problem.empty())
         fail("kernel {}: descriptor parameter '{}': {}", name_, p.name, problem);

@@ -35,9 +35,9 @@ struct Scalar : Tile {
   static ir::Type param_type() { return ir::Type::scalar(D); }
 };
 
-// A 2-D tensor of D in global memory that the kernel reads blocks of with desc_load; the
-// launch passes a TensorDescriptor (runtime/tensor_descriptor.h), whose block shape the
-// kernel is specialized for. On sm_90 the blocks arrive by TMA.
+// A tensor of D in global memory (rank 2 to 5) that the kernel reads blocks of with
+// desc_load; the launch passes a TensorDescriptor (runtime/tensor_descriptor.h), whose rank
+// and block shape the kernel is specialized for. On sm_90 the blocks arrive by TMA.
 template <DType D>
 struct TensorDesc : Tile {
   explicit TensorDesc(const Tile& t) : Tile(t) {}

@@ -123,13 +123,16 @@ class Verifier {
       case OpKind::desc_load:
       case OpKind::desc_store: {
         bool load = op.kind == OpKind::desc_load;
-        counts(op, load ? 3 : 4, load ? 3 : 4, load ? 1 : 0);
+        // The descriptor, an i32 offset per dim of its tensor, and for a store the block.
+        size_t offsets = op.operands.empty() ? 0 : operand(0).shape.size();
+        size_t operands = 1 + offsets + (load ? 0 : 1);
+        counts(op, operands, operands, load ? 1 : 0);
         expect(operand(0).descriptor && descriptor_block_problem(operand(0).dtype, operand(0).shape).empty(), op,
                "descriptor type");
-        expect(operand(1) == Type::scalar(DType::i32) && operand(2) == Type::scalar(DType::i32), op,
-               "descriptor offsets must be i32 scalars");
-        Type block{operand(0).dtype, false, operand(0).shape};
-        expect(load ? result() == block : operand(3) == block, op, "descriptor block type");
+        for (size_t i = 1; i <= offsets; ++i)
+          expect(operand(i) == Type::scalar(DType::i32), op, "descriptor offsets must be i32 scalars");
+        Type block{operand(0).dtype, false, operand(0).block_tile()};
+        expect(load ? result() == block : operand(operands - 1) == block, op, "descriptor block type");
         if (op.has_attr("cluster_axis"))
           expect(load && op.attr_int("cluster_axis") >= 0 && op.attr_int("cluster_axis") <= 2, op, "cluster axis");
         break;

@@ -171,7 +171,8 @@ class Device {
   // (KernelReport::descriptor_row_slices).
   virtual TensorMap encode_tensor_map(const TensorDescriptor& descriptor, int row_slices) = 0;
   // `args` follows cuLaunchKernel's convention: one pointer to each argument's value; a
-  // TensorDesc parameter takes five: its TensorMap, then TensorDescriptorParams' fields.
+  // TensorDesc parameter takes its TensorMap, then TensorDescriptorParams' data, rows, columns
+  // and row stride, then the size and stride of each of its outer dims.
   virtual void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream& stream) = 0;
 
   // Used by Stream and Event; not for users.

@@ -10,11 +10,12 @@ namespace {
 
 constexpr size_t kMaxParams = 64;
 constexpr size_t kMaxDescriptors = 8;
-// Kernel parameters a TensorDesc parameter becomes: its tensor map, data, rows, columns, row stride.
-constexpr size_t kParamsPerDescriptor = 5;
+// Kernel parameters a TensorDesc parameter becomes: its tensor map, data, rows, columns, row
+// stride, then a size and a stride per outer dim.
+constexpr size_t kMaxParamsPerDescriptor = 5 + 2 * TensorDescriptor::kMaxOuterDims;
 
-// What a launch's arguments specialize the kernel for: two bits per parameter, and the block
-// shape of each descriptor argument.
+// What a launch's arguments specialize the kernel for: two bits per parameter (for a
+// descriptor, its count of outer dims), and the block shape of each descriptor argument.
 struct SpecializationKey {
   std::bitset<2 * kMaxParams> bits;
   std::array<int64_t, 2 * kMaxDescriptors> blocks{};
@@ -132,6 +133,10 @@ struct BoundKernel::State {
     for (size_t i = 0; i < args.size(); ++i) {
       const KernelArg& a = args[i];
       if (params[i].descriptor) {
+        static_assert(TensorDescriptor::kMaxOuterDims < 4);
+        size_t outer = a.descriptor().outer.size();
+        key.bits[2 * i] = outer & 1;
+        key.bits[2 * i + 1] = outer >> 1 & 1;
         key.blocks[2 * descriptors] = a.descriptor().block[0];
         key.blocks[2 * descriptors++ + 1] = a.descriptor().block[1];
       } else if (params[i].pointer) {
@@ -150,7 +155,11 @@ struct BoundKernel::State {
     size_t descriptors = 0;
     for (size_t i = 0; i < params.size(); ++i) {
       bool low = key.bits[2 * i], high = key.bits[2 * i + 1];
-      if (params[i].descriptor) out[i].block = {key.blocks[2 * descriptors], key.blocks[2 * descriptors++ + 1]};
+      if (params[i].descriptor) {
+        out[i].block.assign(size_t{low} + 2 * size_t{high}, 1);
+        out[i].block.insert(out[i].block.end(), {key.blocks[2 * descriptors], key.blocks[2 * descriptors + 1]});
+        ++descriptors;
+      }
       else if (params[i].pointer) out[i].aligned_16 = low;
       else out[i].equals_one = low, out[i].divisible_by_16 = high;
     }
@@ -181,7 +190,7 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
   Device& device = stream.device();
   std::shared_ptr<LoadedKernel> k = state_->get(device, args);
   const KernelReport& report = k->report();
-  void* values[kMaxParams + (kParamsPerDescriptor - 1) * kMaxDescriptors];
+  void* values[kMaxParams + (kMaxParamsPerDescriptor - 1) * kMaxDescriptors];
   TensorMap maps[kMaxDescriptors];
   TensorDescriptorParams descriptors[kMaxDescriptors];
   size_t n = 0, d = 0;
@@ -195,10 +204,16 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
     const std::vector<int>& slices = report.descriptor_row_slices;
     maps[d] = device.encode_tensor_map(desc, d < slices.size() ? slices[d] : 1);
     TensorDescriptorParams& p = descriptors[d];
-    p = {desc.data, static_cast<int32_t>(desc.shape[0]), static_cast<int32_t>(desc.shape[1]), desc.row_stride};
+    p = {desc.data, static_cast<int32_t>(desc.shape[0]), static_cast<int32_t>(desc.shape[1]), desc.row_stride, {}, {}};
     for (void* v : {static_cast<void*>(&maps[d]), static_cast<void*>(&p.data), static_cast<void*>(&p.rows),
                     static_cast<void*>(&p.columns), static_cast<void*>(&p.row_stride)})
       values[n++] = v;
+    for (size_t o = 0; o < desc.outer.size(); ++o) {
+      p.outer_sizes[o] = static_cast<int32_t>(desc.outer[o].size);
+      p.outer_strides[o] = desc.outer[o].stride;
+      values[n++] = &p.outer_sizes[o];
+      values[n++] = &p.outer_strides[o];
+    }
     ++d;
   }
   device.launch(*k, launch_dims(report, dims), values, stream);

@@ -175,7 +175,8 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     if (op->kind == K::desc_load && L.has_tma()) {
       std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
       std::set<const ir::Op*> slice;
-      if (dots.empty() || !collect_slice(body, op->operands[1], slice) || !collect_slice(body, op->operands[2], slice))
+      if (dots.empty() || !std::all_of(op->operands.begin() + 1, op->operands.end(),
+                                       [&](const ir::Value* at) { return collect_slice(body, at, slice); }))
         continue;
       staged.push_back({op.get(), in_body_order(body, slice), 0, read_by_wgmma(dots), /*tma=*/true});
       staged.back().transposed_b = read_transposed(L, dots, op->result());
@@ -424,13 +425,13 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
   std::optional<Regs> current;
   if (L_.home_.count(iv_arg)) current = L_.home(iv_arg);
   L_.define_scalar(iv_arg, iv);
-  std::vector<std::pair<const Staged*, std::array<llvm::Value*, 2>>> blocks;  // TMA-staged, at (row, column)
+  std::vector<std::pair<const Staged*, BlockAt>> blocks;  // TMA-staged, and where
   for (const Staged& s : staged_) {
     L_.enter_region();
     for (const ir::Op* op : s.slice) L_.lower_op(*op);
     const ir::Op& load = *s.load;
     if (s.tma) {
-      blocks.push_back({&s, {L_.scalar(load.operands[1]), L_.scalar(load.operands[2])}});
+      blocks.push_back({&s, block_at(L_, load)});
       continue;
     }
     const ir::Type& type = load.result()->type;
@@ -469,7 +470,7 @@ void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* sl
     for (auto& [s, at] : blocks) {
       std::optional<TmaMulticast> multicast;
       if (int axis = multicast_axis(*s); by_producer && axis >= 0) multicast = multicast_share(axis);
-      issue_tma_block(L_, s->load->operands[0], tile(s->offset, s->tile_bytes, slot), barrier(slot), at[0], at[1],
+      issue_tma_block(L_, s->load->operands[0], tile(s->offset, s->tile_bytes, slot), barrier(slot), at,
                       multicast ? &*multicast : nullptr);
     }
   };

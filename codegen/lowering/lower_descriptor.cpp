@@ -23,8 +23,7 @@ std::vector<llvm::Value*> load_block_by_tma(Lowering& L, const ir::Op& op, const
   llvm::Value* tile = L.shared_base();
   llvm::Value* bar = b.CreateGEP(b.getInt8Ty(), tile, L.const_i32(bytes));
   L.reserve_shared(bytes + 8);
-  llvm::Value* row = L.scalar(op.operands[1]);
-  llvm::Value* column = L.scalar(op.operands[2]);
+  BlockAt at = block_at(L, op);
   llvm::Value* first = b.CreateICmpEQ(L.thread_id(), L.const_i32(0));
   auto fence_for_async_proxy = [&] { L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {}); };
   // Earlier generic writes of the scratch space are ordered before the copy's, and read.
@@ -37,7 +36,7 @@ std::vector<llvm::Value*> load_block_by_tma(Lowering& L, const ir::Op& op, const
   L.barrier();  // nobody waits on the mbarrier before it is initialized
   L.emit_if(first, "tma.issue", [&] {
     mbarrier_arrive_expect_tx(L, bar, bytes);
-    issue_tma_block(L, desc, tile, bar, row, column);
+    issue_tma_block(L, desc, tile, bar, at);
   });
   mbarrier_wait(L, bar, L.const_i32(0));
   std::vector<llvm::Value*> values = SharedOperand(L, type, tile).load(layout, L.memory_type(type.dtype));
@@ -46,31 +45,53 @@ std::vector<llvm::Value*> load_block_by_tma(Lowering& L, const ir::Op& op, const
   return values;
 }
 
-// Register `r`'s element of `layout` in the block of descriptor `desc` at (row, column) of
-// `op`'s operands: whether it lies inside the tensor, and its address there.
+// The block of `op` (desc_load / desc_store) in its descriptor's tensor: whether its outer
+// indices lie inside the tensor, and the address of its element (0, 0) (which may not).
+struct BlockOrigin {
+  BlockAt at;
+  llvm::Value* inside;
+  llvm::Value* address;
+};
+BlockOrigin block_origin(Lowering& L, const ir::Op& op, llvm::Type* elem) {
+  auto& b = L.b;
+  const DescriptorArgs& d = L.descriptors.at(op.operands[0]);
+  BlockAt at = block_at(L, op);
+  llvm::Value* inside = b.getTrue();
+  llvm::Value* offset = b.getInt64(0);
+  for (size_t i = 0; i < at.outer.size(); ++i) {
+    // Unsigned: a negative index is outside too.
+    inside = b.CreateAnd(inside, b.CreateICmpULT(at.outer[i], d.outer[i].size));
+    offset = b.CreateAdd(offset, b.CreateMul(b.CreateSExt(at.outer[i], b.getInt64Ty()), d.outer[i].stride));
+  }
+  return {at, inside, b.CreateGEP(elem, d.data, offset)};
+}
+
+// Register `r`'s element of `layout` in the block at `origin`: whether it lies inside the
+// tensor, and its address there.
 struct BlockElement {
   llvm::Value* inside;
   llvm::Value* address;
 };
-BlockElement block_element(Lowering& L, const ir::Op& op, const LinearLayout& layout, int r, llvm::Type* elem) {
+BlockElement block_element(Lowering& L, const ir::Op& op, const BlockOrigin& origin, const LinearLayout& layout, int r,
+                           llvm::Type* elem) {
   auto& b = L.b;
   const DescriptorArgs& d = L.descriptors.at(op.operands[0]);
   std::vector<llvm::Value*> c = L.coords(layout, r);
-  llvm::Value* y = b.CreateAdd(L.scalar(op.operands[1]), c[0]);
-  llvm::Value* x = b.CreateAdd(L.scalar(op.operands[2]), c[1]);
-  // Unsigned: a negative coordinate is outside too.
-  llvm::Value* inside = b.CreateAnd(b.CreateICmpULT(y, d.rows), b.CreateICmpULT(x, d.columns));
+  llvm::Value* y = b.CreateAdd(origin.at.row, c[0]);
+  llvm::Value* x = b.CreateAdd(origin.at.column, c[1]);
+  llvm::Value* inside = b.CreateAnd(origin.inside, b.CreateAnd(b.CreateICmpULT(y, d.rows), b.CreateICmpULT(x, d.columns)));
   llvm::Value* index = b.CreateAdd(b.CreateMul(b.CreateSExt(y, b.getInt64Ty()), d.row_stride), b.CreateSExt(x, b.getInt64Ty()));
-  return {inside, b.CreateGEP(elem, d.data, index)};
+  return {inside, b.CreateGEP(elem, origin.address, index)};
 }
 
 std::vector<llvm::Value*> load_block_from_global(Lowering& L, const ir::Op& op, const LinearLayout& layout) {
   auto& b = L.b;
   llvm::Type* elem = L.memory_type(op.result()->type.dtype);
   llvm::Align align(static_cast<uint64_t>(dtype_storage_bytes(op.result()->type.dtype)));
+  BlockOrigin origin = block_origin(L, op, elem);
   std::vector<llvm::Value*> values;
   for (int r = 0; r < layout.num_regs(); ++r) {
-    BlockElement e = block_element(L, op, layout, r, elem);
+    BlockElement e = block_element(L, op, origin, layout, r, elem);
     llvm::BasicBlock* before = b.GetInsertBlock();
     llvm::Value* loaded = nullptr;
     auto [last, merge] = L.emit_if(e.inside, "desc.load", [&] { loaded = b.CreateAlignedLoad(elem, e.address, align); });
@@ -83,7 +104,7 @@ std::vector<llvm::Value*> load_block_from_global(Lowering& L, const ir::Op& op, 
 }
 
 void store_block_by_tma(Lowering& L, const ir::Op& op) {
-  const ir::Value* block = op.operands[3];
+  const ir::Value* block = op.operands.back();
   llvm::Value* tile = L.shared_base();
   L.reserve_shared(tma_box_of(L, op.operands[0]).block_bytes());
   L.barrier();  // earlier readers of the scratch space are done
@@ -92,20 +113,21 @@ void store_block_by_tma(Lowering& L, const ir::Op& op) {
   L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
   L.barrier();
   L.emit_if(L.b.CreateICmpEQ(L.thread_id(), L.const_i32(0)), "tma.store",
-            [&] { store_tma_block(L, op.operands[0], tile, L.scalar(op.operands[1]), L.scalar(op.operands[2])); });
+            [&] { store_tma_block(L, op.operands[0], tile, block_at(L, op)); });
   L.barrier();  // the copy has read the scratch space
 }
 
 void store_block_to_global(Lowering& L, const ir::Op& op) {
   auto& b = L.b;
-  const ir::Value* block = op.operands[3];
+  const ir::Value* block = op.operands.back();
   const Regs& regs = L.home(block);
   llvm::Type* elem = L.memory_type(block->type.dtype);
   llvm::Align align(static_cast<uint64_t>(dtype_storage_bytes(block->type.dtype)));
   // Threads holding copies of another thread's elements leave the store to it.
   llvm::Value* owner = L.owns_data(regs.layout);
+  BlockOrigin origin = block_origin(L, op, elem);
   for (int r = 0; r < regs.layout.num_regs(); ++r) {
-    BlockElement e = block_element(L, op, regs.layout, r, elem);
+    BlockElement e = block_element(L, op, origin, regs.layout, r, elem);
     L.emit_if(b.CreateAnd(e.inside, owner), "desc.store",
               [&] { b.CreateAlignedStore(regs.values[static_cast<size_t>(r)], e.address, align); });
   }

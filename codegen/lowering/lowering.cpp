@@ -331,7 +331,8 @@ void Lowering::lower_op(const ir::Op& op) {
 }
 
 LoweredKernel Lowering::run() {
-  // A TensorDesc parameter becomes five: its tensor map, data, rows, columns, row stride.
+  // A TensorDesc parameter becomes its tensor map, data, rows, columns, row stride, then a size
+  // and a stride per outer dim (runtime/device.h).
   auto* map_type = llvm::ArrayType::get(b.getInt8Ty(), kTensorMapBytes);
   std::vector<llvm::Type*> params;
   std::vector<unsigned> first_arg;  // of each IR parameter
@@ -343,6 +344,7 @@ LoweredKernel Lowering::run() {
     }
     params.insert(params.end(), {llvm::PointerType::get(ctx, 0), llvm::PointerType::get(ctx, 1), b.getInt32Ty(),
                                  b.getInt32Ty(), b.getInt64Ty()});
+    for (size_t o = 0; o + 2 < p.type.shape.size(); ++o) params.insert(params.end(), {b.getInt32Ty(), b.getInt64Ty()});
   }
   auto* type = llvm::FunctionType::get(b.getVoidTy(), params, false);
   kernel_ = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, fn.name, module_.get());
@@ -364,8 +366,16 @@ LoweredKernel Lowering::run() {
     const char* parts[] = {".data", ".rows", ".columns", ".row_stride"};
     for (unsigned k = 0; k < 4; ++k) kernel_->getArg(first_arg[i] + 1 + k)->setName(p.name + parts[k]);
     kernel_->getArg(first_arg[i] + 1)->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
-    descriptors[fn.body.args[i]] = {arg, kernel_->getArg(first_arg[i] + 1), kernel_->getArg(first_arg[i] + 2),
-                                    kernel_->getArg(first_arg[i] + 3), kernel_->getArg(first_arg[i] + 4)};
+    DescriptorArgs d{arg, kernel_->getArg(first_arg[i] + 1), kernel_->getArg(first_arg[i] + 2),
+                     kernel_->getArg(first_arg[i] + 3), kernel_->getArg(first_arg[i] + 4), {}};
+    for (unsigned o = 0; o + 2 < p.type.shape.size(); ++o) {
+      llvm::Argument* size = kernel_->getArg(first_arg[i] + 5 + 2 * o);
+      llvm::Argument* stride = kernel_->getArg(first_arg[i] + 6 + 2 * o);
+      size->setName(fmt::format("{}.outer{}.size", p.name, o));
+      stride->setName(fmt::format("{}.outer{}.stride", p.name, o));
+      d.outer.push_back({size, stride});
+    }
+    descriptors[fn.body.args[i]] = d;
   }
 
   entry_ = llvm::BasicBlock::Create(ctx, "entry", kernel_);

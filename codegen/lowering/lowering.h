@@ -52,7 +52,7 @@ struct Regs {
 };
 
 // What a TensorDesc parameter arrives as: its tensor map (a grid-constant parameter, read by
-// TMA) and the tensor's address, dims and row stride in elements (read by other targets).
+// TMA) and the tensor's address, dims and strides in elements (read by other targets).
 inline constexpr uint64_t kTensorMapBytes = 128;
 struct DescriptorArgs {
   llvm::Value* map = nullptr;
@@ -60,6 +60,11 @@ struct DescriptorArgs {
   llvm::Value* rows = nullptr;        // i32
   llvm::Value* columns = nullptr;     // i32
   llvm::Value* row_stride = nullptr;  // i64
+  struct Outer {
+    llvm::Value* size = nullptr;    // i32
+    llvm::Value* stride = nullptr;  // i64
+  };
+  std::vector<Outer> outer;  // outermost first
 };
 
 class Lowering {

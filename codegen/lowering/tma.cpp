@@ -6,20 +6,46 @@
 namespace tilejit::codegen::lowering {
 
 TmaBox tma_box_of(const Lowering& L, const ir::Value* desc) {
-  return tma_box(desc->type.dtype, desc->type.shape, block_row_slices(L.fn, desc));
+  return tma_box(desc->type.dtype, desc->type.block_tile(), block_row_slices(L.fn, desc));
+}
+
+BlockAt block_at(Lowering& L, const ir::Op& op) {
+  const size_t rank = op.operands[0]->type.shape.size();
+  BlockAt at;
+  for (size_t i = 1; i + 2 <= rank; ++i) at.outer.push_back(L.scalar(op.operands[i]));
+  at.row = L.scalar(op.operands[rank - 1]);
+  at.column = L.scalar(op.operands[rank]);
+  return at;
 }
 
 namespace {
 
-// Calls `copy(shared byte offset, x, y)` (i32 values) for every box of a block at (row,
-// column) whose boxes are `box`: every row slice of each column box, or only `slice`.
+// The copy intrinsics by tensor rank (2 to 5), global to shared and back.
+llvm::Intrinsic::ID load_intrinsic(size_t rank) {
+  static constexpr llvm::Intrinsic::ID kIds[] = {
+      llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_2d, llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_3d,
+      llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_4d, llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_5d};
+  return kIds[rank - 2];
+}
+llvm::Intrinsic::ID store_intrinsic(size_t rank) {
+  static constexpr llvm::Intrinsic::ID kIds[] = {
+      llvm::Intrinsic::nvvm_cp_async_bulk_tensor_s2g_tile_2d, llvm::Intrinsic::nvvm_cp_async_bulk_tensor_s2g_tile_3d,
+      llvm::Intrinsic::nvvm_cp_async_bulk_tensor_s2g_tile_4d, llvm::Intrinsic::nvvm_cp_async_bulk_tensor_s2g_tile_5d};
+  return kIds[rank - 2];
+}
+
+// Calls `copy(shared byte offset, coordinates)` for every box of a block at `at` whose boxes
+// are `box`: every row slice of each column box, or only `slice`. The coordinates are TMA's,
+// innermost dim first: column, row, then the outer dims from the innermost out.
 template <typename F>
-void for_each_box(Lowering& L, const TmaBox& box, llvm::Value* row, llvm::Value* column, llvm::Value* slice, F&& copy) {
+void for_each_box(Lowering& L, const TmaBox& box, const BlockAt& at, llvm::Value* slice, F&& copy) {
   auto& b = L.b;
   auto one = [&](int c, llvm::Value* s) {
     llvm::Value* box_index = b.CreateAdd(L.const_i32(c * box.slices), s);
-    copy(b.CreateMul(box_index, L.const_i32(box.bytes())), b.CreateAdd(column, L.const_i32(c * box.columns)),
-         b.CreateAdd(row, b.CreateMul(s, L.const_i32(box.rows))));
+    std::vector<llvm::Value*> coordinates = {b.CreateAdd(at.column, L.const_i32(c * box.columns)),
+                                             b.CreateAdd(at.row, b.CreateMul(s, L.const_i32(box.rows)))};
+    coordinates.insert(coordinates.end(), at.outer.rbegin(), at.outer.rend());
+    copy(b.CreateMul(box_index, L.const_i32(box.bytes())), coordinates);
   };
   for (int c = 0; c < box.copies; ++c) {
     if (slice) one(c, slice);
@@ -30,30 +56,35 @@ void for_each_box(Lowering& L, const TmaBox& box, llvm::Value* row, llvm::Value*
 
 }  // namespace
 
-void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
-                     llvm::Value* column, const TmaMulticast* multicast) {
+void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, const BlockAt& at,
+                     const TmaMulticast* multicast) {
   auto& b = L.b;
   llvm::Value* map = L.descriptors.at(desc).map;
   // The cluster-wide form of the copy: a CTA's own shared address is valid in its cluster's window.
   constexpr unsigned kSharedCluster = 7;
   llvm::Value* mask = multicast ? multicast->cta_mask : b.getInt16(0);
-  for_each_box(L, tma_box_of(L, desc), row, column, multicast ? multicast->slice : nullptr,
-               [&](llvm::Value* offset, llvm::Value* x, llvm::Value* y) {
+  for_each_box(L, tma_box_of(L, desc), at, multicast ? multicast->slice : nullptr,
+               [&](llvm::Value* offset, const std::vector<llvm::Value*>& coordinates) {
                  llvm::Value* to = b.CreateGEP(b.getInt8Ty(), tile, offset);
-                 L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_g2s_tile_2d, {},
-                                  {b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map,
-                                   x, y, mask, b.getInt64(0), b.getInt1(multicast != nullptr), b.getFalse(),
-                                   b.getInt32(0)});
+                 std::vector<llvm::Value*> args = {
+                     b.CreateAddrSpaceCast(to, llvm::PointerType::get(L.ctx, kSharedCluster)), bar, map};
+                 args.insert(args.end(), coordinates.begin(), coordinates.end());
+                 args.insert(args.end(), {mask, b.getInt64(0), b.getInt1(multicast != nullptr), b.getFalse(),
+                                          b.getInt32(0)});
+                 L.call_intrinsic(load_intrinsic(coordinates.size()), {}, args);
                });
 }
 
-void store_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* row, llvm::Value* column) {
+void store_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, const BlockAt& at) {
   auto& b = L.b;
   llvm::Value* map = L.descriptors.at(desc).map;
-  for_each_box(L, tma_box_of(L, desc), row, column, nullptr, [&](llvm::Value* offset, llvm::Value* x, llvm::Value* y) {
-    L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_tensor_s2g_tile_2d, {},
-                     {b.CreateGEP(b.getInt8Ty(), tile, offset), map, x, y, b.getInt64(0), b.getFalse()});
-  });
+  for_each_box(L, tma_box_of(L, desc), at, nullptr,
+               [&](llvm::Value* offset, const std::vector<llvm::Value*>& coordinates) {
+                 std::vector<llvm::Value*> args = {b.CreateGEP(b.getInt8Ty(), tile, offset), map};
+                 args.insert(args.end(), coordinates.begin(), coordinates.end());
+                 args.insert(args.end(), {b.getInt64(0), b.getFalse()});
+                 L.call_intrinsic(store_intrinsic(coordinates.size()), {}, args);
+               });
   L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_commit_group, {}, {});
   L.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_bulk_wait_group_read, {}, {L.const_i32(0)});
 }

@@ -16,16 +16,25 @@ struct TmaMulticast {
   llvm::Value* slice = nullptr;  // i32
   llvm::Value* cta_mask = nullptr;
 };
-// The calling thread copies the block of `desc` whose first element is (row, column) (i32)
-// into the tile at shared `tile`, completing its bytes (tma_box_of(desc).block_bytes()) on
-// `bar`; or, with `multicast`, that slice of it, into the same offsets of every CTA of the
-// mask, completing on the mbarrier at `bar`'s offset in each.
-void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, llvm::Value* row,
-                     llvm::Value* column, const TmaMulticast* multicast = nullptr);
+// Where a block lies in its descriptor's tensor (i32 values): an index of each outer dim,
+// outermost first, and its first row and column.
+struct BlockAt {
+  std::vector<llvm::Value*> outer;
+  llvm::Value* row = nullptr;
+  llvm::Value* column = nullptr;
+};
+// The block desc_load / desc_store `op` names (its operands after the descriptor).
+BlockAt block_at(Lowering& L, const ir::Op& op);
+// The calling thread copies the block of `desc` at `at` into the tile at shared `tile`,
+// completing its bytes (tma_box_of(desc).block_bytes()) on `bar`; or, with `multicast`, that
+// slice of it, into the same offsets of every CTA of the mask, completing on the mbarrier at
+// `bar`'s offset in each.
+void issue_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* bar, const BlockAt& at,
+                     const TmaMulticast* multicast = nullptr);
 // The calling thread copies the tile at shared `tile` (laid out as a TMA copy lands a block)
-// to the block of `desc` whose first element is (row, column), as one bulk async-group
-// (elements outside the tensor are not written), and waits until the copies have read it.
-void store_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, llvm::Value* row, llvm::Value* column);
+// to the block of `desc` at `at`, as one bulk async-group (elements outside the tensor are
+// not written), and waits until the copies have read it.
+void store_tma_block(Lowering& L, const ir::Value* desc, llvm::Value* tile, const BlockAt& at);
 
 // mbarrier operations on the 8 bytes of shared memory at `bar` (one thread each, but for the wait).
 void mbarrier_init(Lowering& L, llvm::Value* bar, int arrivals);

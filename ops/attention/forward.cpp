@@ -23,7 +23,8 @@ namespace {
 
 BoundKernel forward_kernel_of(const AttentionProblem& p, const KernelConfig& config, const NamedArguments& args,
                               bool lse) {
-  const JitKernel& kernel = op_kernel(fmt::format("attention_forward/{}/lse{}", features_key(p), lse),
+  const JitKernel& kernel = op_kernel(fmt::format("attention_forward/{}/lse{}/descriptors[{}]", features_key(p), lse,
+                                                  args.descriptor_names()),
                                       [&] { return forward_kernel(p.dtype, args.params()); });
   return kernel.with(config.constants(p.head_dim));
 }
@@ -33,7 +34,7 @@ BoundKernel forward_kernel_of(const AttentionProblem& p, const KernelConfig& con
 void launch_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out, const Tensor* lse,
                     Stream& stream) {
   if (p.batch * p.heads * p.q_len == 0) return;
-  NamedArguments args = forward_arguments(p, out, lse);
+  NamedArguments args = forward_arguments(p, config, stream.device().info(), out, lse);
   uint32_t programs = program_count("attention", (p.q_len + config.block_m - 1) / config.block_m, p.batch * p.heads);
   forward_kernel_of(p, config, args, lse != nullptr)
       .launch_args(stream, LaunchDims{{programs, 1, 1}, {}}, args.values());
@@ -41,7 +42,7 @@ void launch_forward(const AttentionProblem& p, const KernelConfig& config, const
 
 KernelReport prepare_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out,
                              const Tensor* lse, Device& device) {
-  NamedArguments args = forward_arguments(p, out, lse);
+  NamedArguments args = forward_arguments(p, config, device.info(), out, lse);
   return forward_kernel_of(p, config, args, lse != nullptr).prepare(device, args.values())->report();
 }
 

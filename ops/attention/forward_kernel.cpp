@@ -29,6 +29,7 @@
 #include "ops/attention/forward_kernel.h"
 
 #include <limits>
+#include <tuple>
 
 #include "ops/attention/kernel_tiles.h"
 
@@ -41,18 +42,17 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
       "attention_forward", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
         auto [head, kv_head, t0, rows] = a.select_query_block(bm);  // rows: (BLOCK_M)
         Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);  // (BLOCK_M, H)
-        Tile k_base = a.operand_base("k", kv_head), v_base = a.operand_base("v", kv_head);
 
         // Carried: the row max m, the row sum l (BLOCK_M), with OVERLAP the previous block's
         // probabilities p (BLOCK_M, BLOCK_N) in q's dtype, then the accumulator's chunks (which
         // then hold every block before that one).
         const size_t acc_index = a.overlap ? 3 : 2;
         auto p_times_v = [&](const Tile& p, const Tile& block, Chunks acc) {
-          return a.dot_rows(p, a.load_rows("v", v_base, block * bn + arange(0, bn), a.S), acc);  // (BLOCK_M, H)
+          return a.dot_rows(p, a.load_block("v", kv_head, block * bn, bn, a.S), acc);  // (BLOCK_M, H)
         };
         LaggedBody step = [&](const LaggedStep& s, std::vector<Tile> carried) {
           Tile keys = s.block * bn + arange(0, bn);                                  // (BLOCK_N)
-          Tile qk = a.dot_heads(q, a.load_rows("k", k_base, keys, a.S));            // (BLOCK_M, BLOCK_N)
+          Tile qk = a.dot_heads(q, a.load_block("k", kv_head, s.block * bn, bn, a.S));  // (BLOCK_M, BLOCK_N)
           Chunks acc(carried.begin() + acc_index, carried.end());
           // The previous block's p · v runs on while this block's softmax is computed.
           if (a.overlap) acc = p_times_v(carried[2], s.previous, acc);
@@ -98,11 +98,14 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
       });
 }
 
-NamedArguments forward_arguments(const AttentionProblem& p, const Tensor& out, const Tensor* lse) {
+NamedArguments forward_arguments(const AttentionProblem& p, const KernelConfig& config, const DeviceInfo& device,
+                                 const Tensor& out, const Tensor* lse) {
   NamedArguments args = common_arguments(p);
   add_sequence_operand(args, "q", *p.q_in, p.q);
-  add_sequence_operand(args, "k", *p.k_in, p.k);
-  add_sequence_operand(args, "v", *p.v_in, p.v);
+  for (auto [name, t, strides] : {std::tuple{"k", p.k_in, p.k}, std::tuple{"v", p.v_in, p.v}})
+    add_sequence_blocks(args, name, *t, strides,
+                        sequence_descriptor(p, *t, strides, p.kv_len, p.kv_heads, config.block_n, config.head_chunk,
+                                            device));
   add_sequence_operand(args, "out", out, contiguous_sequence_strides(p.q_shape()));
   if (lse) args.add("lse", *lse);
   return args;

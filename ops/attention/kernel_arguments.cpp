@@ -27,6 +27,24 @@ void add_sequence_operand(NamedArguments& args, const std::string& name, const T
   add_strided(args, name, t, {{"batch", strides.batch}, {"seq", strides.seq}, {"head", strides.head}});
 }
 
+std::optional<TensorDescriptor> sequence_descriptor(const AttentionProblem& p, const Tensor& t,
+                                                    const SequenceStrides& strides, int64_t length, int64_t heads,
+                                                    int64_t block_rows, int64_t head_chunk, const DeviceInfo& device) {
+  if (device.cc_major < 9 || dtype_storage_bytes(t.dtype()) != 2) return std::nullopt;
+  // A dim of one index has no stride of its own (a (T, N, H) operand's batch): any valid one.
+  auto stride = [&](int64_t size, int64_t s) { return size == 1 ? strides.seq : s; };
+  TensorDescriptor d{t.data(), t.dtype(), {length, p.head_dim}, strides.seq, {block_rows, head_chunk},
+                     {{p.batch, stride(p.batch, strides.batch)}, {heads, stride(heads, strides.head)}}};
+  if (!d.problem().empty()) return std::nullopt;
+  return d;
+}
+
+void add_sequence_blocks(NamedArguments& args, const std::string& name, const Tensor& t,
+                         const SequenceStrides& strides, std::optional<TensorDescriptor> descriptor) {
+  if (descriptor) args.add(name, std::move(*descriptor));
+  else add_sequence_operand(args, name, t, strides);
+}
+
 SequenceStrides contiguous_sequence_strides(const std::vector<int64_t>& shape) {
   size_t r = shape.size();
   int64_t head = shape[r - 1], seq = shape[r - 2] * head;

@@ -79,6 +79,17 @@ Chunks AttentionTiles::load_rows(const std::string& name, const Tile& base, cons
   return out;
 }
 
+Chunks AttentionTiles::load_block(const std::string& name, const Tile& head, const Tile& first, int64_t count,
+                                  const Tile& limit) const {
+  const Tile& operand = in[name];
+  if (!operand.type().descriptor) return load_rows(name, operand_base(name, head), first + arange(0, count), limit);
+  TJ_CHECK(limit.value() == T.value() || limit.value() == S.value());
+  TJ_CHECK(operand.type().block_tile() == (ir::Shape{count, chunk}));
+  Chunks out;
+  for (int64_t i = 0; i < chunks; ++i) out.push_back(desc_load(operand, {b, head, first, i * chunk}));
+  return out;
+}
+
 void AttentionTiles::store_rows(const std::string& name, const Tile& base, const Tile& rows, const Tile& limit,
                                 const Chunks& value) const {
   for (int64_t i = 0; i < chunks; ++i) {

@@ -9,6 +9,18 @@ void NamedArguments::add(std::string name, const KernelArg& value) {
   values_.push_back(value);
 }
 
+void NamedArguments::add(std::string name, TensorDescriptor descriptor) {
+  descriptors_.push_back(std::make_shared<const TensorDescriptor>(std::move(descriptor)));
+  add(std::move(name), KernelArg(*descriptors_.back()));
+}
+
+std::string NamedArguments::descriptor_names() const {
+  std::string out;
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (values_[i].kind() == KernelArg::Kind::tensor_descriptor) out += (out.empty() ? "" : ",") + names_[i];
+  return out;
+}
+
 std::vector<ir::Param> NamedArguments::params() const {
   std::vector<ir::Param> params;
   for (size_t i = 0; i < names_.size(); ++i) {

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <memory>
 #include <vector>
 
 #include "dsl/tile.h"
@@ -27,14 +28,20 @@ namespace tilejit::ops {
 class NamedArguments {
  public:
   void add(std::string name, const KernelArg& value);
+  // A tensor descriptor these arguments keep (copies share it) for as long as they live.
+  void add(std::string name, TensorDescriptor descriptor);
   // The kernel parameters these arguments fill, in order: a pointer of the argument's dtype
   // or a scalar of its kind.
   std::vector<ir::Param> params() const;
   const std::vector<KernelArg>& values() const { return values_; }
+  // The names of the arguments given as tensor descriptors, comma-separated: for memo keys of
+  // kernels whose parameters differ by it.
+  std::string descriptor_names() const;
 
  private:
   std::vector<std::string> names_;
   std::vector<KernelArg> values_;
+  std::vector<std::shared_ptr<const TensorDescriptor>> descriptors_;
 };
 
 // A traced kernel's parameter tiles by name.

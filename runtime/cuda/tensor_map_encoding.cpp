@@ -20,12 +20,23 @@ TensorMap encode_tiled_tensor_map(const TensorDescriptor& d, int row_slices) {
                                : box.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                : box.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                                          : CU_TENSOR_MAP_SWIZZLE_NONE;
-  cuuint64_t dims[2] = {static_cast<cuuint64_t>(d.shape[1]), static_cast<cuuint64_t>(d.shape[0])};
-  cuuint64_t strides[1] = {static_cast<cuuint64_t>(d.row_stride * element_bytes)};
-  cuuint32_t box_dims[2] = {static_cast<cuuint32_t>(box.columns), static_cast<cuuint32_t>(box.rows)};
-  cuuint32_t element_strides[2] = {1, 1};
+  // Innermost dim first: columns, rows, then the outer dims from the innermost out, a box
+  // holding one index of each.
+  constexpr size_t kMaxRank = 2 + TensorDescriptor::kMaxOuterDims;
+  cuuint64_t dims[kMaxRank] = {static_cast<cuuint64_t>(d.shape[1]), static_cast<cuuint64_t>(d.shape[0])};
+  cuuint64_t strides[kMaxRank - 1] = {static_cast<cuuint64_t>(d.row_stride * element_bytes)};
+  cuuint32_t box_dims[kMaxRank] = {static_cast<cuuint32_t>(box.columns), static_cast<cuuint32_t>(box.rows)};
+  cuuint32_t element_strides[kMaxRank] = {1, 1, 1, 1, 1};
+  const auto rank = static_cast<size_t>(d.rank());
+  for (size_t i = 2; i < rank; ++i) {
+    const DescriptorDim& outer = d.outer[rank - 1 - i];
+    dims[i] = static_cast<cuuint64_t>(outer.size);
+    strides[i - 1] = static_cast<cuuint64_t>(outer.stride * element_bytes);
+    box_dims[i] = 1;
+  }
   CUtensorMap map;
-  CUresult result = driver().cuTensorMapEncodeTiled(&map, type, 2, d.data, dims, strides, box_dims, element_strides,
+  CUresult result = driver().cuTensorMapEncodeTiled(&map, type, static_cast<cuuint32_t>(rank), d.data, dims, strides,
+                                                    box_dims, element_strides,
                                                     CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) fail_call(result, "cuTensorMapEncodeTiled", d.describe());

@@ -3,6 +3,7 @@
 // The runtime functions the kernel calls reach the running thread through `current()`.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -61,22 +62,33 @@ struct PendingResult {
   uint64_t group = 0;  // the thread's commit-group number of the wgmma that wrote it
 };
 
-// The tensor map of an emulated TMA copy (runtime/emu/tensor_map.h).
+// The tensor map of an emulated TMA copy (runtime/emu/tensor_map.h): rows of columns, with up
+// to three outer dims before the rows, boxes of box_rows x box_columns at one index of each.
 struct EmuTensorMap {
-  static constexpr uint64_t kMagic = 0x74696c656a746d31;  // "tilejtm1"
+  static constexpr uint64_t kMagic = 0x74696c656a746d32;  // "tilejtm2"
+  static constexpr int kMaxOuterDims = 3;
   uint64_t magic = 0;
   const std::byte* data = nullptr;
   int64_t rows = 0, columns = 0, row_stride_bytes = 0;
   int32_t element_bytes = 0, box_columns = 0, box_rows = 0, swizzle_bytes = 0;
+  int32_t outer_dims = 0;
+  std::array<int64_t, kMaxOuterDims> outer_sizes{}, outer_stride_bytes{};  // outermost first
+};
+
+// Where a TMA box lies in its map's tensor: its first column and row, and its index along
+// each outer dim (outermost first).
+struct BoxAt {
+  int32_t column = 0, row = 0;
+  std::array<int32_t, EmuTensorMap::kMaxOuterDims> outer{};
 };
 
 // One cp.async.bulk.tensor from shared memory to global memory in flight: the box at `from`,
-// read by a wait of its bulk async-group (into `box`), goes to (column, row) of the map's
-// tensor when a wait completes the group.
+// read by a wait of its bulk async-group (into `box`), goes to `at` in the map's tensor when
+// a wait completes the group.
 struct TmaStore {
   const std::byte* from = nullptr;
   EmuTensorMap map;
-  int32_t column = 0, row = 0;
+  BoxAt at;
   bool read = false;
   std::vector<std::byte> box;  // the shared bytes, once read
 };
@@ -124,12 +136,12 @@ struct WarpExchange {
   uint32_t a_rows[16][32] = {};
 };
 
-// One cp.async.bulk.tensor in flight: the box at (column, row) lands at `to` when a thread
-// waits on its mbarrier (or the mbarrier is invalidated, an error).
+// One cp.async.bulk.tensor in flight: the box at `at` lands at `to` when a thread waits on its
+// mbarrier (or the mbarrier is invalidated, an error).
 struct TmaCopy {
   std::byte* to = nullptr;
   EmuTensorMap map;
-  int32_t column = 0, row = 0;
+  BoxAt at;
 };
 
 // An mbarrier object in shared memory (PTX ISA, "Parallel synchronization and communication

@@ -15,6 +15,7 @@ static_assert(sizeof(EmuTensorMap) <= sizeof(TensorMap));
 
 inline TensorMap encode_tensor_map(const TensorDescriptor& d, int row_slices) {
   codegen::TmaBox box = codegen::tma_box(d.dtype, {d.block[0], d.block[1]}, row_slices);
+  static_assert(TensorDescriptor::kMaxOuterDims == EmuTensorMap::kMaxOuterDims);
   int64_t element_bytes = dtype_storage_bytes(d.dtype);
   EmuTensorMap m;
   m.magic = EmuTensorMap::kMagic;
@@ -26,6 +27,11 @@ inline TensorMap encode_tensor_map(const TensorDescriptor& d, int row_slices) {
   m.box_columns = static_cast<int32_t>(box.columns);
   m.box_rows = static_cast<int32_t>(box.rows);
   m.swizzle_bytes = box.swizzle_bytes;
+  m.outer_dims = static_cast<int32_t>(d.outer.size());
+  for (size_t i = 0; i < d.outer.size(); ++i) {
+    m.outer_sizes[i] = d.outer[i].size;
+    m.outer_stride_bytes[i] = d.outer[i].stride * element_bytes;
+  }
   TensorMap out{};
   std::memcpy(out.bytes.data(), &m, sizeof m);
   return out;

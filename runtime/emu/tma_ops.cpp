@@ -3,15 +3,15 @@
 //     mbarrier.arrive.expect_tx adds to the phase's transaction count, then arrives; a phase
 //     completes when every arrival has come and the transaction count is zero, and
 //     mbarrier.try_wait.parity P returns once the phase of parity P has completed;
-//   - cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes copies
-//     one box of a tensor map to shared memory, elements outside the tensor as zeros, each
+//   - cp.async.bulk.tensor.{2,3,4,5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+//     copies one box of a tensor map to shared memory, elements outside the tensor as zeros, each
 //     16-byte chunk of the box placed by the map's swizzle (the XOR of address bits 4-6 with
 //     bits 7-9: 128-byte swizzle; bits 4-5 / 7-8: 64-byte; bit 4 / 7: 32-byte), and completes
 //     the box's bytes as transactions on the mbarrier.
 //   - in a thread-block cluster, mbarrier.arrive on a peer's mbarrier (shared::cluster), and
 //     the multicast form of the copy, which writes the box at the same offset of every CTA in
 //     its mask and completes it on the mbarrier at the same offset in each.
-//   - cp.async.bulk.tensor.2d.global.shared::cta.bulk_group copies a box from shared memory
+//   - cp.async.bulk.tensor.{2,3,4,5}d.global.shared::cta.bulk_group copies a box from shared memory
 //     to the tensor, elements outside it left alone, in the issuing thread's bulk async-group
 //     (cp.async.bulk.commit_group, cp.async.bulk.wait_group[.read]).
 // The copies land at the latest moment PTX allows: when a thread waits on their mbarrier.
@@ -97,18 +97,25 @@ EmuTensorMap tensor_map(const void* map, const char* op) {
   return m;
 }
 
-// Calls `visit(shared, global)` for every element of the box at (column, row) of `m`'s tensor
-// whose shared copy starts at byte `base` of `block`'s shared memory: the element's bytes
-// there (placed by the map's swizzle) and in the tensor (null outside it).
+// Calls `visit(shared, global)` for every element of the box at `at` in `m`'s tensor whose
+// shared copy starts at byte `base` of `block`'s shared memory: the element's bytes there
+// (placed by the map's swizzle) and in the tensor (null outside it).
 template <typename F>
-void for_each_box_element(Cta& block, int64_t base, const EmuTensorMap& m, int32_t column, int32_t row, F&& visit) {
+void for_each_box_element(Cta& block, int64_t base, const EmuTensorMap& m, const BoxAt& at, F&& visit) {
   int64_t row_bytes = int64_t{m.box_columns} * m.element_bytes;
-  int64_t first = std::clamp<int64_t>(-int64_t{column}, 0, m.box_columns);
-  int64_t end = std::clamp<int64_t>(m.columns - column, first, m.box_columns);
+  int64_t first = std::clamp<int64_t>(-int64_t{at.column}, 0, m.box_columns);
+  int64_t end = std::clamp<int64_t>(m.columns - at.column, first, m.box_columns);
+  bool outer_inside = true;
+  int64_t outer_offset = 0;
+  for (size_t i = 0; i < static_cast<size_t>(m.outer_dims); ++i) {
+    outer_inside = outer_inside && at.outer[i] >= 0 && at.outer[i] < m.outer_sizes[i];
+    outer_offset += int64_t{at.outer[i]} * m.outer_stride_bytes[i];
+  }
   for (int64_t r = 0; r < m.box_rows; ++r) {
-    int64_t tensor_row = row + r;
-    bool row_inside = tensor_row >= 0 && tensor_row < m.rows;
-    const std::byte* tensor = m.data + tensor_row * m.row_stride_bytes + int64_t{column} * m.element_bytes;
+    int64_t tensor_row = at.row + r;
+    bool row_inside = outer_inside && tensor_row >= 0 && tensor_row < m.rows;
+    const std::byte* tensor =
+        m.data + outer_offset + tensor_row * m.row_stride_bytes + int64_t{at.column} * m.element_bytes;
     for (int64_t e = 0; e < m.box_columns; ++e) {
       std::byte* shared = block.shared + swizzled(base + r * row_bytes + e * m.element_bytes, m.swizzle_bytes);
       visit(shared, row_inside && e >= first && e < end ? const_cast<std::byte*>(tensor) + e * m.element_bytes : nullptr);
@@ -122,7 +129,7 @@ void land(const TmaCopy& c) {
   const EmuTensorMap& m = c.map;
   int64_t base = c.to - block.shared;
   auto bytes = static_cast<size_t>(m.element_bytes);
-  for_each_box_element(block, base, m, c.column, c.row, [&](std::byte* shared, std::byte* tensor) {
+  for_each_box_element(block, base, m, c.at, [&](std::byte* shared, std::byte* tensor) {
     if (!tensor) return void(std::memset(shared, 0, bytes));
     check_global(tensor, m.element_bytes, 0);
     std::memcpy(shared, tensor, bytes);
@@ -213,7 +220,7 @@ bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
 }
 
 // The copy of one box into `block` at `offset`, completing on its mbarrier at `bar_offset`.
-void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMap& m, int32_t column, int32_t row,
+void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMap& m, const BoxAt& at,
                const char* op) {
   int64_t bytes = box_bytes(m);
   if (offset < 0 || offset + bytes > block.launch->shared_bytes)
@@ -228,52 +235,90 @@ void issue_box(Cta& block, int64_t offset, int64_t bar_offset, const EmuTensorMa
                                "without a fence.proxy.async since",
                                op, word * 4, of_rank(block), writer));
   std::memset(block.shared + offset, static_cast<int>(kInFlightPoison), static_cast<size_t>(bytes));
-  b.in_flight.push_back({block.shared + offset, m, column, row});
+  b.in_flight.push_back({block.shared + offset, m, at});
   // A thread may already wait on the mbarrier (one that did not issue the copy): it lands it.
   wake_mbarrier_waiters(block);
 }
 
-// cp.async.bulk.tensor.2d: one box into the CTA that holds `to` (a shared::cluster address),
+// The map `map` points to, whose rank must be the copy's: `rank` coordinates, innermost first.
+EmuTensorMap tensor_map_of_rank(const void* map, int rank, const char* op) {
+  EmuTensorMap m = tensor_map(map, op);
+  if (m.outer_dims + 2 != rank)
+    abort_thread(fmt::format("{} with a tensor map of rank {}", op, m.outer_dims + 2));
+  return m;
+}
+
+// TMA's coordinates (innermost dim first: column, row, then the outer dims from the innermost
+// out) as a BoxAt.
+BoxAt box_at(std::initializer_list<int32_t> coordinates) {
+  const int32_t* c = coordinates.begin();
+  BoxAt at{c[0], c[1], {}};
+  const size_t outer = coordinates.size() - 2;
+  for (size_t i = 0; i < outer; ++i) at.outer[outer - 1 - i] = c[2 + i];
+  return at;
+}
+
+// cp.async.bulk.tensor.Nd: one box into the CTA that holds `to` (a shared::cluster address),
 // completing on its mbarrier at `bar`'s offset (the ISA wants the mbarrier in the CTA the box
 // lands in); with .multicast::cluster, into every CTA of `cta_mask` (bits by cluster rank) at
 // the same offsets. Nothing extends the i16 mask and the i1 flags to the C types: only their
 // own bits are read.
-void tensor_copy_2d(void* to, void* bar, const void* map, int32_t column, int32_t row, int32_t cta_mask,
-                    int64_t /*cache_hint*/, int32_t use_cta_mask, int32_t /*use_cache_hint*/, int32_t cta_group) {
-  constexpr const char* op = "cp.async.bulk.tensor.2d";
+void tensor_copy(void* to, void* bar, const EmuTensorMap& m, const BoxAt& at, int32_t cta_mask, int32_t use_cta_mask,
+                 int32_t cta_group, const char* op) {
   if (cta_group != 0) abort_thread(fmt::format("{}: .cta_group is not emulated (sm_100)", op));
-  EmuTensorMap m = tensor_map(map, op);
   Cta* owner = cta_holding(to);
   if (!owner) abort_thread(fmt::format("{} to {}: the address is in no CTA of the cluster", op, to));
   int64_t offset = static_cast<std::byte*>(to) - owner->shared;
   int64_t bar_offset = shared_offset(bar, 8, 8, op);
-  if (!(use_cta_mask & 1)) return issue_box(*owner, offset, bar_offset, m, column, row, op);
+  if (!(use_cta_mask & 1)) return issue_box(*owner, offset, bar_offset, m, at, op);
   const std::vector<Cta*>& ctas = cta().cluster->ctas;
   auto mask = static_cast<uint32_t>(cta_mask) & 0xffff;
   if (mask == 0 || mask >> ctas.size())
     abort_thread(fmt::format("{}.multicast::cluster with CTA mask {:#x}: the cluster has {} CTAs", op, mask, ctas.size()));
   for (uint32_t rank = 0; rank < ctas.size(); ++rank)
-    if (mask >> rank & 1) issue_box(*ctas[rank], offset, bar_offset, m, column, row, op);
+    if (mask >> rank & 1) issue_box(*ctas[rank], offset, bar_offset, m, at, op);
 }
 
-// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box at shared `from` to (column,
-// row) of the map's tensor, elements outside it left alone, in the thread's open bulk
-// async-group. It reads the shared box at the latest moment PTX allows, the wait that
-// completes its group's reads, and writes the tensor at the wait that completes the group (or
-// when the thread exits); what a thread wrote there through the generic proxy it must have
-// fenced (fence.proxy.async) before the issue, and nobody writes it before the read.
-void tensor_store_2d(const void* from, const void* map, int32_t column, int32_t row, int64_t /*cache_hint*/,
-                     int32_t /*use_cache_hint*/) {
-  constexpr const char* op = "cp.async.bulk.tensor.2d.global.shared::cta";
-  EmuTensorMap m = tensor_map(map, op);
+// The intrinsic of a rank (one i32 coordinate each): the destination, mbarrier and map, the
+// coordinates, then the CTA mask, cache hint and flags.
+template <typename... Coordinate>
+void tensor_copy_of_rank(void* to, void* bar, const void* map, Coordinate... coordinates, int32_t cta_mask,
+                         int64_t /*cache_hint*/, int32_t use_cta_mask, int32_t /*use_cache_hint*/, int32_t cta_group) {
+  static constexpr const char* kNames[] = {"cp.async.bulk.tensor.2d", "cp.async.bulk.tensor.3d",
+                                           "cp.async.bulk.tensor.4d", "cp.async.bulk.tensor.5d"};
+  constexpr int rank = sizeof...(Coordinate);
+  const char* op = kNames[rank - 2];
+  tensor_copy(to, bar, tensor_map_of_rank(map, rank, op), box_at({coordinates...}), cta_mask, use_cta_mask, cta_group,
+              op);
+}
+
+// cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group: the box at shared `from` to `at` in
+// the map's tensor, elements outside it left alone, in the thread's open bulk async-group. It
+// reads the shared box at the latest moment PTX allows, the wait that completes its group's
+// reads, and writes the tensor at the wait that completes the group (or when the thread
+// exits); what a thread wrote there through the generic proxy it must have fenced
+// (fence.proxy.async) before the issue, and nobody writes it before the read.
+void tensor_store(const void* from, const EmuTensorMap& m, const BoxAt& at, const char* op) {
   int64_t offset = shared_offset(from, box_bytes(m), 128, op);
   for (int64_t word = offset / 4; word < (offset + box_bytes(m)) / 4; ++word)
     if (int writer = unfenced_generic_writer(cta(), word); writer >= 0)
       abort_thread(fmt::format("{} reads shared offset {}, which thread {} wrote through the generic proxy without a "
                                "fence.proxy.async since",
                                op, word * 4, writer));
-  current().thread->open_stores.push_back({static_cast<const std::byte*>(from), m, column, row, false, {}});
+  current().thread->open_stores.push_back({static_cast<const std::byte*>(from), m, at, false, {}});
   ++cta().unread_stores;
+}
+
+// The intrinsic of a rank: the source and map, the coordinates, then the cache hint and its flag.
+template <typename... Coordinate>
+void tensor_store_of_rank(const void* from, const void* map, Coordinate... coordinates, int64_t /*cache_hint*/,
+                          int32_t /*use_cache_hint*/) {
+  static constexpr const char* kNames[] = {
+      "cp.async.bulk.tensor.2d.global.shared::cta", "cp.async.bulk.tensor.3d.global.shared::cta",
+      "cp.async.bulk.tensor.4d.global.shared::cta", "cp.async.bulk.tensor.5d.global.shared::cta"};
+  constexpr int rank = sizeof...(Coordinate);
+  const char* op = kNames[rank - 2];
+  tensor_store(from, tensor_map_of_rank(map, rank, op), box_at({coordinates...}), op);
 }
 
 void bulk_commit_group() {
@@ -292,7 +337,7 @@ void read_box(TmaStore& store) {
 void write_box(const TmaStore& store) {
   auto bytes = static_cast<size_t>(store.map.element_bytes);
   int64_t base = store.from - cta().shared;
-  for_each_box_element(cta(), base, store.map, store.column, store.row, [&](std::byte* shared, std::byte* tensor) {
+  for_each_box_element(cta(), base, store.map, store.at, [&](std::byte* shared, std::byte* tensor) {
     if (!tensor) return;
     check_global(tensor, store.map.element_bytes, codegen::kAccessWrite);
     std::memcpy(tensor, store.box.data() + (shared - (cta().shared + base)), bytes);
@@ -363,8 +408,15 @@ void add_tma_symbols(codegen::HostSymbols& out) {
   for (const char* wait : {"llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta",
                            "llvm.nvvm.mbarrier.try.wait.parity.scope.cluster.space.cta"})
     add(wait, reinterpret_cast<void*>(mbarrier_try_wait_parity));
-  add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_2d));
-  add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d", reinterpret_cast<void*>(tensor_store_2d));
+  using I = int32_t;
+  add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d", reinterpret_cast<void*>(tensor_copy_of_rank<I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.3d", reinterpret_cast<void*>(tensor_copy_of_rank<I, I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.4d", reinterpret_cast<void*>(tensor_copy_of_rank<I, I, I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.g2s.tile.5d", reinterpret_cast<void*>(tensor_copy_of_rank<I, I, I, I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d", reinterpret_cast<void*>(tensor_store_of_rank<I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.3d", reinterpret_cast<void*>(tensor_store_of_rank<I, I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.4d", reinterpret_cast<void*>(tensor_store_of_rank<I, I, I, I>));
+  add("llvm.nvvm.cp.async.bulk.tensor.s2g.tile.5d", reinterpret_cast<void*>(tensor_store_of_rank<I, I, I, I, I>));
   add("llvm.nvvm.cp.async.bulk.commit.group", reinterpret_cast<void*>(bulk_commit_group));
   add("llvm.nvvm.cp.async.bulk.wait.group.read", reinterpret_cast<void*>(bulk_wait_group_read));
   add("llvm.nvvm.cp.async.bulk.wait.group", reinterpret_cast<void*>(bulk_wait_group));

@@ -53,7 +53,7 @@ void check_shared_copy(const SharedCopyCase& c) {
   Host src(c.dtype, size_t(rows * stride));
   for (size_t i = 0; i < src.size(); ++i) src.set_raw(i, rng.bits());
   Tensor src_tensor = upload(src, {rows, stride}, emu());
-  TensorDescriptor desc{src_tensor.data(), c.dtype, {rows, cols}, stride, {c.block_rows, c.block_cols}};
+  TensorDescriptor desc{src_tensor.data(), c.dtype, {rows, cols}, stride, {c.block_rows, c.block_cols}, {}};
   Dim3 grid{uint32_t(2 * (c.axis == 0 ? c.ctas : 1)), uint32_t(2 * (c.axis == 1 ? c.ctas : 1)), 1};
   int64_t out_rows = grid.x * c.block_rows, out_cols = grid.y * c.block_cols;
   Tensor out = poisoned(c.dtype, {out_rows * out_cols}, emu());

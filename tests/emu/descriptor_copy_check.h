@@ -48,7 +48,7 @@ inline void PrintTo(const CopyCase& c, std::ostream* os) { *os << case_name(c); 
 template <DType D>
 void run_copy(const CopyCase& c, const Tensor& src, const Tensor& out, int64_t out_cols, Dim3 grid, Device& device) {
   static JitKernel kernel(block_copy_kernel<D>());
-  TensorDescriptor desc{src.data(), D, {c.rows, c.cols}, c.row_stride, {c.block_rows, c.block_cols}};
+  TensorDescriptor desc{src.data(), D, {c.rows, c.cols}, c.row_stride, {c.block_rows, c.block_cols}, {}};
   bind(kernel).launch(device.default_stream(), grid, desc, out, int32_t(out_cols), c.row_shift, c.col_shift);
 }
 
@@ -113,7 +113,7 @@ inline void check_descriptor_store(const CopyCase& c, Device& device) {
   dispatch(c.dtype, [&](auto d) {
     constexpr DType D = decltype(d)::value;
     static JitKernel kernel(block_store_kernel<D>());
-    TensorDescriptor desc{dst.data(), D, {c.rows, c.cols}, c.row_stride, {c.block_rows, c.block_cols}};
+    TensorDescriptor desc{dst.data(), D, {c.rows, c.cols}, c.row_stride, {c.block_rows, c.block_cols}, {}};
     bind(kernel).launch(device.default_stream(), grid, desc, source_tensor, int32_t(block_cols), c.row_shift,
                         c.col_shift);
   });

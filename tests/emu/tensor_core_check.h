@@ -84,10 +84,10 @@ void run_tensor_core_desc_case(const TensorCoreCase& c, const Host& a, const Hos
                                Dim3 grid) {
   static JitKernel kernel(testing_kernels::tensor_core_gemm_desc<DA, DB>());
   Tensor a_tensor = upload(a, {}, device), b_tensor = upload(stored(b, c.k, c.n, c.b_transposed), {}, device);
-  TensorDescriptor a_desc{a_tensor.data(), DA, {c.m, c.k}, c.k, {c.block_m, c.block_k}};
+  TensorDescriptor a_desc{a_tensor.data(), DA, {c.m, c.k}, c.k, {c.block_m, c.block_k}, {}};
   TensorDescriptor b_desc = c.b_transposed
-                                ? TensorDescriptor{b_tensor.data(), DB, {c.n, c.k}, c.k, {c.block_n, c.block_k}}
-                                : TensorDescriptor{b_tensor.data(), DB, {c.k, c.n}, c.n, {c.block_k, c.block_n}};
+                                ? TensorDescriptor{b_tensor.data(), DB, {c.n, c.k}, c.k, {c.block_n, c.block_k}, {}}
+                                : TensorDescriptor{b_tensor.data(), DB, {c.k, c.n}, c.n, {c.block_k, c.block_n}, {}};
   // Whole clusters: CTAs past the edges compute with their cluster and store nothing.
   auto clusters = [&](uint32_t n) { return (n + uint32_t(c.cluster) - 1) / uint32_t(c.cluster) * uint32_t(c.cluster); };
   bind(kernel, {{"PRECISION", c.precision}, {"num_warps", c.warps}, {"num_stages", c.stages},

@@ -145,7 +145,7 @@ TEST_F(DescriptorArguments, BrokenRulesAreNamed) {
   EXPECT_NE(launch_error(narrow).find("a block row must hold at least 16 bytes, got 4 bf16 elements"), std::string::npos);
   TensorDescriptor uneven = desc;
   uneven.block = {24, 16};
-  EXPECT_NE(launch_error(uneven).find("block dims must be powers of two up to 256, got [24x16]"), std::string::npos);
+  EXPECT_NE(launch_error(uneven).find("block rows and columns must be powers of two up to 256, got [24x16]"), std::string::npos);
   TensorDescriptor empty = desc;
   empty.shape = {0, 64};
   EXPECT_NE(launch_error(empty).find("dims must be in [1,"), std::string::npos);

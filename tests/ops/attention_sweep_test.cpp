@@ -70,11 +70,20 @@ TEST(AttentionSweep, EveryOptionCombination) {
 
 // --- registers --------------------------------------------------------------------------------
 
-// The four kernels of `c`'s features with their default configs for `arch`, traced for the
-// specialization most calls get (aligned pointers, strides divisible by 16).
+// The four kernels of `c`'s features with their default configs for `arch` and their
+// arguments, traced for the specialization most calls get (aligned pointers, strides divisible
+// by 16, the descriptors' blocks).
 struct TracedKernels {
-  std::vector<std::tuple<std::string, tilejit::dsl::Kernel, KernelConfig>> kernels;
+  std::vector<std::tuple<std::string, tilejit::dsl::Kernel, KernelConfig, NamedArguments>> kernels;
 };
+
+std::vector<tilejit::ir::ArgFacts> facts_of(const tilejit::dsl::Kernel& kernel, const NamedArguments& args) {
+  std::vector<tilejit::ir::ArgFacts> facts = kernel.aligned_facts();
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (args.values()[i].kind() == KernelArg::Kind::tensor_descriptor)
+      facts[i].block = args.values()[i].descriptor().block_shape();
+  return facts;
+}
 
 TracedKernels default_kernels(const AttentionCase& c, const std::string& arch) {
   TJ_SEEDED_RNG(rng);
@@ -91,11 +100,12 @@ TracedKernels default_kernels(const AttentionCase& c, const std::string& arch) {
   add_sequence_operand(dq, "dq", q, p.q);
   add_sequence_operand(dkdv, "dk", k, p.k);
   add_sequence_operand(dkdv, "dv", k, p.k);
+  NamedArguments forward = forward_arguments(p, configs.forward, Device::by_name("emu:" + arch).info(), q, &lse);
   TracedKernels t;
-  t.kernels.emplace_back("forward", forward_kernel(c.dtype, forward_arguments(p, q, &lse).params()), configs.forward);
-  t.kernels.emplace_back("rows", backward_rows_kernel(c.dtype, bwd.params()), configs.preprocess);
-  t.kernels.emplace_back("dkdv", dkdv_kernel(c.dtype, dkdv.params()), configs.dkdv);
-  t.kernels.emplace_back("dq", dq_kernel(c.dtype, dq.params()), configs.dq);
+  t.kernels.emplace_back("forward", forward_kernel(c.dtype, forward.params()), configs.forward, forward);
+  t.kernels.emplace_back("rows", backward_rows_kernel(c.dtype, bwd.params()), configs.preprocess, bwd);
+  t.kernels.emplace_back("dkdv", dkdv_kernel(c.dtype, dkdv.params()), configs.dkdv, dkdv);
+  t.kernels.emplace_back("dq", dq_kernel(c.dtype, dq.params()), configs.dq, dq);
   return t;
 }
 
@@ -114,9 +124,9 @@ TEST(AttentionSweep, DefaultConfigsAssembleWithoutSpills) {
           c.bias_shape = {1, 2, 64, 64}, c.mask_shape = {1, 1, 64, 64};
         }
         for (const char* arch : {"sm_80", "sm_90a"})
-          for (auto& [name, kernel, config] : default_kernels(c, arch).kernels) {
+          for (auto& [name, kernel, config, args] : default_kernels(c, arch).kernels) {
             SCOPED_TRACE(name + " " + name_of(dtype) + " H=" + std::to_string(h) + " " + describe(c) + " " + arch);
-            auto fn = kernel.trace(kernel.constants(config.constants(h)), kernel.aligned_facts());
+            auto fn = kernel.trace(kernel.constants(config.constants(h)), facts_of(kernel, args));
             tilejit::codegen::expect_ptxas_accepts(
                 tilejit::codegen::compile_to_ptx(*fn, tilejit::codegen::find_target(arch)), features < 2);
           }

@@ -33,8 +33,8 @@ AttentionCase small(AttentionCase c, int64_t head_chunk = 64) {
   return c;
 }
 
-// Every kernel with two pipeline stages: the next block's operands are copied (cp.async on
-// sm_80, and on sm_90a too, where the operands are pointers) while a step computes; the block
+// Every kernel with two pipeline stages: the next block's operands are copied (cp.async, or
+// on sm_90a TMA for the forward's keys and values) while a step computes; the block
 // skipping, GQA sums, padding lengths and bias run through the pipelined loops. f32 takes the
 // setting and computes the same (there is nothing to pipeline).
 TEST(Attention, PipelinedBlocks) {
@@ -47,16 +47,40 @@ TEST(Attention, PipelinedBlocks) {
       c.kv_lens = {70, 51};
       c.configs = small_blocks(d == DType::f32 ? 32 : 64, 2);
       std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
-      // The four kernels stream their blocks through cp.async rings (dq and dk / dv read each
-      // staged block in two products); f32 operands are split for tf32x3 in registers, so
-      // their loads stay as they are.
-      EXPECT_EQ(std::count_if(ptx.begin(), ptx.end(),
-                              [](const std::string& text) { return text.find("cp.async.c") != std::string::npos; }),
-                d == DType::f32 ? 0 : 4)
-          << device << " " << dtype_name(d);
+      // The four kernels stream their blocks through rings (dq and dk / dv read each staged
+      // block in two products): on sm_90a the forward's keys and values arrive by TMA, the
+      // others' blocks by cp.async; f32 operands are split for tf32x3 in registers, so their
+      // loads stay as they are.
+      auto kernels_with = [&](const char* instruction) {
+        return std::count_if(ptx.begin(), ptx.end(),
+                             [&](const std::string& text) { return text.find(instruction) != std::string::npos; });
+      };
+      bool tma = std::string(device) == "emu:sm_90a" && d == DType::bf16;
+      EXPECT_EQ(kernels_with("cp.async.c"), d == DType::f32 ? 0 : tma ? 3 : 4) << device << " " << dtype_name(d);
+      EXPECT_EQ(kernels_with("cp.async.bulk.tensor.4d"), tma ? 1 : 0) << device << " " << dtype_name(d);
       AttentionCase biased = c;
       biased.causal = false, biased.kv_lens = {}, biased.bias_shape = {2, 1, 45, 70};
       check_attention_case(biased);
+    }
+}
+
+// On sm_90a the forward reads its key and value blocks by TMA, as blocks of one (batch, kv
+// head) of a (B, K, S, H) view (kernel_arguments.h), in either layout, for rank-3 operands,
+// with GQA, a head dim the chunk overhangs (zeros past H) and padding lengths.
+TEST(Attention, KeysAndValuesByTma) {
+  for (Layout layout : {Layout::btnh, Layout::bnth})
+    for (bool rank3 : {false, true}) {
+      AttentionCase c;
+      c.device = "emu:sm_90a", c.layout = layout, c.rank3 = rank3;
+      c.B = rank3 ? 1 : 2, c.T = 45, c.S = 70, c.N = 4, c.K = 2, c.H = 40;
+      if (!rank3) c.kv_lens = {70, 51};
+      c.causal = true, c.backward = false;
+      c.configs = small_blocks(64, 2);
+      std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+      ASSERT_EQ(ptx.size(), 1u) << describe(c);
+      EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.4d"), std::string::npos) << describe(c);
+      EXPECT_EQ(ptx[0].find("cp.async.ca"), std::string::npos) << describe(c);
+      EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos) << describe(c);
     }
 }
 

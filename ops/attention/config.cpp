@@ -42,11 +42,13 @@ int table_row(int64_t head) {
 
 }  // namespace
 
+int64_t KernelConfig::head_chunk_for(int64_t head_dim) const { return std::min(head_chunk, padded_head_dim(head_dim)); }
+
 std::vector<std::pair<std::string, int64_t>> KernelConfig::constants(int64_t head_dim) const {
   return {{"BLOCK_M", block_m},
           {"BLOCK_N", block_n},
           {"HEAD_DIM", head_dim},
-          {"HEAD_CHUNK", std::min(head_chunk, padded_head_dim(head_dim))},
+          {"HEAD_CHUNK", head_chunk_for(head_dim)},
           {"num_warps", num_warps},
           {"num_stages", num_stages},
           {"OVERLAP", overlap ? 1 : 0}};

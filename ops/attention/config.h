@@ -29,6 +29,8 @@ struct KernelConfig {
   // dkdv_kernel.cpp). It pays where products run asynchronously, which wgmma does from a
   // ring of staged blocks (sm_90a, two stages), and it keeps more values live.
   bool overlap = false;
+  // HEAD_CHUNK for head dim `head_dim`: no wider than the padded head dim.
+  int64_t head_chunk_for(int64_t head_dim) const;
   // The kernel constants for head dim `head_dim`.
   std::vector<std::pair<std::string, int64_t>> constants(int64_t head_dim) const;
 };

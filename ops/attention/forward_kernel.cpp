@@ -104,8 +104,8 @@ NamedArguments forward_arguments(const AttentionProblem& p, const KernelConfig& 
   add_sequence_operand(args, "q", *p.q_in, p.q);
   for (auto [name, t, strides] : {std::tuple{"k", p.k_in, p.k}, std::tuple{"v", p.v_in, p.v}})
     add_sequence_blocks(args, name, *t, strides,
-                        sequence_descriptor(p, *t, strides, p.kv_len, p.kv_heads, config.block_n, config.head_chunk,
-                                            device));
+                        sequence_descriptor(p, *t, strides, p.kv_len, p.kv_heads, config.block_n,
+                                            config.head_chunk_for(p.head_dim), device));
   add_sequence_operand(args, "out", out, contiguous_sequence_strides(p.q_shape()));
   if (lse) args.add("lse", *lse);
   return args;

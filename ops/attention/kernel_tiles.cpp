@@ -83,7 +83,8 @@ Chunks AttentionTiles::load_block(const std::string& name, const Tile& head, con
                                   const Tile& limit) const {
   const Tile& operand = in[name];
   if (!operand.type().descriptor) return load_rows(name, operand_base(name, head), first + arange(0, count), limit);
-  TJ_CHECK(limit.value() == T.value() || limit.value() == S.value());
+  // Rows past the operand's own length read zeros: the keys' and values' S, the others' T.
+  TJ_CHECK(limit.value() == (name == "k" || name == "v" ? S : T).value());
   TJ_CHECK(operand.type().block_tile() == (ir::Shape{count, chunk}));
   Chunks out;
   for (int64_t i = 0; i < chunks; ++i) out.push_back(desc_load(operand, {b, head, first, i * chunk}));

@@ -73,7 +73,7 @@ class AttentionTiles {
   // Rows [first, first + count) of operand `name` at head `head` (i32 scalars); rows >=
   // `limit` and head dims >= H read 0. Through the operand's descriptor where it has one
   // (kernel_arguments.h), whose blocks hold zeros past the operand's own length: `limit` must
-  // then be that length, T or S.
+  // then be that length (S for k and v, T for the others).
   Chunks load_block(const std::string& name, const dsl::Tile& head, const dsl::Tile& first, int64_t count,
                     const dsl::Tile& limit) const;
   // Stores rows < `limit` of `value`, cast to the operand's dtype.

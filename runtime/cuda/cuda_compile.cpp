@@ -137,12 +137,18 @@ std::string constants_string(const dsl::Constants& constants) {
   return out;
 }
 
-// One digit per parameter: its three facts as bits. No facts means none hold.
+// Per parameter: its type (kernels one function traces may take different parameters), its
+// three facts as the bits of a digit, and a descriptor's block, which holds its rank. No facts
+// means none hold.
 std::string facts_string(const dsl::Kernel& kernel, const std::vector<ir::ArgFacts>& facts) {
-  std::string out(kernel.params().size(), '0');
-  for (size_t i = 0; i < facts.size() && i < out.size(); ++i)
-    out[i] = static_cast<char>('0' + (facts[i].equals_one ? 1 : 0) + (facts[i].divisible_by_16 ? 2 : 0) +
-                               (facts[i].aligned_16 ? 4 : 0));
+  std::string out;
+  const std::vector<ir::Param>& params = kernel.params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    ir::ArgFacts f = i < facts.size() ? facts[i] : ir::ArgFacts{};
+    out += fmt::format("{}:{}{};", params[i].type.str(),
+                       (f.equals_one ? 1 : 0) + (f.divisible_by_16 ? 2 : 0) + (f.aligned_16 ? 4 : 0),
+                       f.block.empty() ? "" : "/" + ir::shape_str(f.block));
+  }
   return out;
 }
 

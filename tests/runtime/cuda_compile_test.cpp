@@ -151,6 +151,34 @@ TEST_F(CudaCompileTest, AWarmStartKeepsTheClusterAndTheDescriptorBoxes) {
   EXPECT_EQ(second.report.descriptor_row_slices, first.report.descriptor_row_slices);
 }
 
+// A descriptor's rank and block are part of the launch key: a kernel traced for blocks of a
+// rank-2 tensor is never served for a rank-3 one (which takes two more parameters) or for
+// another block, from the memory or the disk.
+TEST_F(CudaCompileTest, EachDescriptorRankAndBlockHasItsOwnEntry) {
+  static const Kernel kernel = define_kernel(
+      "tj_test_any_rank_copy", {"src", "out"}, {}, [](const Constants&, TensorDesc<bf16> src, Ptr<bf16> out) {
+        ++traces;
+        std::vector<Operand> at(src.shape().size(), 0);
+        ir::Shape tile = src.type().block_tile();
+        store(out + expand_dims(arange(0, tile[0]), 1) * tile[1] + expand_dims(arange(0, tile[1]), 0),
+              desc_load(src, at));
+      });
+  Constants constants = kernel.constants();
+  KernelCache cache = new_cache();
+  std::vector<std::string> ptx;
+  for (ir::Shape block : {ir::Shape{16, 64}, ir::Shape{1, 16, 64}, ir::Shape{32, 64}}) {
+    std::vector<ir::ArgFacts> facts(2);
+    facts[0].block = block;
+    KernelRequest request{&kernel, &constants, facts};
+    int before = traces;
+    CudaKernelImage image = compile_cuda_kernel(request, codegen::find_target("sm_90a"), cache);
+    EXPECT_EQ(traces, before + 1) << "block " << ir::shape_str(block) << " was served another block's kernel";
+    ptx.push_back(image.ptx);
+  }
+  EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.2d"), std::string::npos);
+  EXPECT_NE(ptx[1].find("cp.async.bulk.tensor.3d"), std::string::npos);
+}
+
 // Entries written by another tilejit or LLVM version are never read: a version change
 // traces and compiles again, and each version finds its own entries.
 TEST_F(CudaCompileTest, AnotherVersionNeverReadsTheseEntries) {

@@ -1,5 +1,5 @@
-// Kernels whose loops cross layout and shared-memory boundaries, for the tests of how the
-// lowering handles them (PTX in tests/codegen, numerics in tests/emu).
+// Kernels whose tiles cross layout and shared-memory boundaries (most of them at loops), for
+// the tests of how the lowering handles them (PTX in tests/codegen, numerics in tests/emu).
 #pragma once
 
 #include <limits>
@@ -35,6 +35,39 @@ inline dsl::Kernel online_softmax_kernel() {
       });
 }
 
+// online_softmax_kernel over the logits where(mask, q . k + bias, -10) - offset: bias (f32)
+// and mask (bool) are (BLOCK_M, S) row-major tiles loaded each iteration, offset (f32) one
+// value per row loaded before the loop, as an attention kernel's bias, mask and row
+// statistics are.
+inline dsl::Kernel biased_softmax_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      "biased_softmax_rows", {"q", "k", "bias", "mask", "offset", "m_out", "l_out", "S"},
+      {{"BLOCK_M", 64}, {"BLOCK_N", 16}, {"HEAD", 32}},
+      [](const Constants& c, Ptr<bf16> q, Ptr<bf16> k, Ptr<f32> bias, Ptr<i1> mask, Ptr<f32> offset,
+         Ptr<f32> m_out, Ptr<f32> l_out, Scalar<i32> S) {
+        int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], h = c["HEAD"];
+        Tile rows = arange(0, bm), cols = arange(0, h);
+        Tile q_tile = load(q + expand_dims(rows, 1) * h + expand_dims(cols, 0));  // (BLOCK_M, HEAD)
+        Tile row_offset = expand_dims(load(offset + rows), 1);                      // (BLOCK_M, 1)
+        std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
+                                  zeros({bm}, DType::f32)};
+        std::vector<Tile> r = for_range(0, S, bn, init, [&](Tile first, std::vector<Tile> carried) {
+          Tile keys = first + arange(0, bn);
+          Tile k_tile = load(k + expand_dims(keys, 1) * h + expand_dims(cols, 0));  // (BLOCK_N, HEAD)
+          Tile at = expand_dims(rows, 1) * S + expand_dims(keys, 0);                 // (BLOCK_M, BLOCK_N)
+          Tile qk = dot(q_tile, trans(k_tile), zeros({bm, bn}, DType::f32));
+          Tile logits = where(load(mask + at), qk + load(bias + at), -10.0) - row_offset;
+          Tile m = maximum(carried[0], max(logits, 1));
+          Tile p = exp(logits - expand_dims(m, 1));
+          Tile l = carried[1] * exp(carried[0] - m) + sum(p, 1);
+          return std::vector<Tile>{m, l};
+        });
+        store(m_out + rows, r[0]);
+        store(l_out + rows, r[1]);
+      });
+}
+
 // out (BLOCK_M, N) = sum over the K / BLOCK_K column blocks x_i of x (BLOCK_M, K) of
 // x_i . w^T, with one w (N, BLOCK_K) loaded before the loop: a dot operand that every
 // iteration reads, given transposed (K a multiple of BLOCK_K; row-major).
@@ -49,6 +82,47 @@ inline dsl::Kernel invariant_weight_kernel() {
         Tile acc = for_range(0, K, bk, zeros({bm, n}, DType::f32), [&](Tile k, Tile acc) {
           Tile x_tile = load(x + expand_dims(rows, 1) * K + expand_dims(ks + k, 0));  // (BLOCK_M, BLOCK_K)
           return dot(x_tile, trans(w_tile), acc);
+        });
+        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), acc);
+      });
+}
+
+// out (BLOCK_M) = the row max of x . w^T + the row sums of y: a row statistic reduced from a
+// tile in the blocked layout (y, which only a reduction reads), broadcast over a product in
+// the tensor cores' layout. x is (BLOCK_M, K), w (N, K), y (BLOCK_M, Y), row-major.
+inline dsl::Kernel row_sum_plus_product_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      "row_sum_plus_product", {"x", "w", "y", "out"}, {{"BLOCK_M", 64}, {"N", 128}, {"K", 16}, {"Y", 32}},
+      [](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> y, Ptr<f32> out) {
+        int64_t bm = c["BLOCK_M"], n = c["N"], k = c["K"], ny = c["Y"];
+        Tile rows = arange(0, bm), ks = arange(0, k);
+        Tile x_tile = load(x + expand_dims(rows, 1) * k + expand_dims(ks, 0));            // (BLOCK_M, K)
+        Tile w_tile = load(w + expand_dims(arange(0, n), 1) * k + expand_dims(ks, 0));   // (N, K)
+        Tile y_sum = sum(load(y + expand_dims(rows, 1) * ny + expand_dims(arange(0, ny), 0)), 1);  // (BLOCK_M)
+        Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));         // (BLOCK_M, N)
+        store(out + rows, max(product + expand_dims(y_sum, 1), 1));
+      });
+}
+
+// invariant_weight_kernel's sum in two passes of an outer loop, each over half the column
+// blocks (K a multiple of 2 BLOCK_K): the outer loop carries the inner loop's accumulator.
+inline dsl::Kernel two_pass_weight_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      "two_pass_weight", {"x", "w", "out", "K"}, {{"BLOCK_M", 64}, {"N", 16}, {"BLOCK_K", 32}},
+      [](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> out, Scalar<i32> K) {
+        int64_t bm = c["BLOCK_M"], n = c["N"], bk = c["BLOCK_K"];
+        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, bk);
+        Tile w_tile = load(w + expand_dims(cols, 1) * bk + expand_dims(ks, 0));  // (N, BLOCK_K)
+        // The passes start at 0 and K / 2: a trip count LLVM cannot tell, so the outer loop
+        // stays a loop.
+        Tile half = K / 2;
+        Tile acc = for_range(0, K, half, zeros({bm, n}, DType::f32), [&](Tile start, Tile outer) {
+          return for_range(start, start + half, bk, outer, [&](Tile k, Tile acc) {
+            Tile x_tile = load(x + expand_dims(rows, 1) * K + expand_dims(ks + k, 0));  // (BLOCK_M, BLOCK_K)
+            return dot(x_tile, trans(w_tile), acc);
+          });
         });
         store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), acc);
       });

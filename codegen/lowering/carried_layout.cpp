@@ -4,7 +4,12 @@
 // layout the body will define it in, predicted from the ops that compute it the way their
 // lowerings choose: a dot's accumulator layout; a reduction's slice of its input's layout
 // (an online softmax's running row max and sum); an elementwise op's first operand that is
-// not recomputed; expand_dims, reshape and trans of a predicted layout.
+// not recomputed; a load's (codegen/lowering/load_layout.cpp); expand_dims, reshape and trans
+// of a predicted layout; a loop's result, the layout that loop carries it in (so an outer
+// loop carries an inner loop's accumulator as the inner loop does, instead of converting it
+// twice per outer iteration).
+#include <algorithm>
+
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
@@ -12,6 +17,7 @@ namespace tilejit::codegen::lowering {
 namespace {
 
 constexpr int kMaxDepth = 32;  // ops followed back from the yielded value
+constexpr int kLoadDepth = 8;  // the depth a load's users count for
 
 }  // namespace
 
@@ -35,6 +41,16 @@ std::optional<LinearLayout> Lowering::predicted_layout(const ir::Value* v, int d
     case K::trans:
       if (auto in = operand()) return in->permute(op->attr_ints("perm"));
       return std::nullopt;
+    case K::load:
+      if (v->type.is_scalar()) return std::nullopt;
+      // A load's layout follows its users; each step takes a share of the depth, so that
+      // loads reached from loads' users stop soon.
+      return load_layout(*op, [&](const ir::Value* x) { return predicted_layout(x, depth + kLoadDepth); });
+    case K::for_loop: {
+      auto result = std::find(op->results.begin(), op->results.end(), v);
+      const ir::Op& yield = *op->region(0).ops.back();
+      return predicted_layout(yield.operands[static_cast<size_t>(result - op->results.begin())], depth + 1);
+    }
     default: break;
   }
   if (!is_elementwise(op->kind) || v->type.is_scalar()) return std::nullopt;

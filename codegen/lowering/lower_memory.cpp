@@ -58,7 +58,8 @@ void Lowering::lower_memory(const ir::Op& op) {
 
   bool is_scalar = ptr->type.is_scalar();
   LinearLayout layout = is_scalar ? LinearLayout{} : default_layout(ptr->type.shape);
-  if (is_load && !is_scalar) layout = transposed_b_load_layout(op.result()).value_or(layout);
+  if (is_load && !is_scalar)
+    layout = load_layout(op, [&](const ir::Value* v) { return predicted_layout(v, 0); });
   auto regs_of = [&](const ir::Value* v) {
     return is_scalar ? std::vector<llvm::Value*>{scalar(v)} : in_layout(v, layout);
   };

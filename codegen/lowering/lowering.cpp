@@ -146,7 +146,10 @@ std::vector<llvm::Value*> Lowering::in_layout(const ir::Value* v, const LinearLa
     for (int r : *map) out.push_back(regs.values[r]);
     return out;
   }
-  if (rematerializable(v)) return rematerialize(v, layout);
+  // A computed tile's broadcast is rebuilt from its source in the new layout, so only the
+  // source moves (a row max, not the (rows, columns) tile it spans).
+  bool broadcast = v->def && v->def->kind == ir::OpKind::broadcast;
+  if (rematerializable(v) || broadcast) return rematerialize(v, layout);
   return convert_through_shared(v->type, regs, layout);
 }
 

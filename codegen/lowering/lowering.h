@@ -5,6 +5,7 @@
 // calls, which the NVPTX target compiles and the emulator binds to its runtime.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,10 @@ class Lowering {
   // The layout to load `v` in (load, desc_load) when wgmma reads it only as an 8-bit B stored
   // transposed: a (4, 4) block per thread, which the transposing store writes 4 bytes at a time.
   std::optional<LinearLayout> transposed_b_load_layout(const ir::Value* v) const;
+  // The layout a (non-scalar) pointer load is lowered in, given the layout each computed value
+  // has or will have (codegen/lowering/load_layout.cpp).
+  using LayoutOf = std::function<std::optional<LinearLayout>(const ir::Value*)>;
+  LinearLayout load_layout(const ir::Op& load, const LayoutOf& layout_of) const;
 
   // The value's registers in its home layout / in a requested layout.
   const Regs& home(const ir::Value* v);
@@ -198,12 +203,16 @@ class Lowering {
   void lower_block(const ir::Block& block);
   void lower_op(const ir::Op& op);
   bool rematerializable(const ir::Value* v) const;
+  // A rematerializable value or a broadcast computed anew in `layout` from its operands.
   std::vector<llvm::Value*> rematerialize(const ir::Value* v, const LinearLayout& layout);
 
   // Rematerialized values are only reused within the region that computed them.
   void enter_region() { remat_cache_.clear(); }
   // The layout `v` will be defined in, or nullopt (codegen/lowering/carried_layout.cpp).
   std::optional<LinearLayout> predicted_layout(const ir::Value* v, int depth) const;
+  // The layout a computed tile that `v` meets in an elementwise op (directly, or through other
+  // elementwise ops, expand_dims and broadcasts) asks of `v`, or nullopt (load_layout.cpp).
+  std::optional<LinearLayout> consumer_layout(const ir::Value* v, const LayoutOf& layout_of, int depth) const;
 
   // Op lowerings, one file each (codegen/lowering/lower_*.cpp).
   void lower_elementwise(const ir::Op& op);

@@ -31,10 +31,6 @@ std::optional<TensorDescriptor> sequence_descriptor(const AttentionProblem& p, c
                                                     const SequenceStrides& strides, int64_t length, int64_t heads,
                                                     int64_t block_rows, int64_t head_chunk, const DeviceInfo& device) {
   if (device.cc_major < 9 || dtype_storage_bytes(t.dtype()) != 2) return std::nullopt;
-  // Chunks of at most 128 columns. The forward at H = 256 in one chunk with every option on
-  // exceeded the shared memory with the rings next to its loop's scratch space
-  // (AttentionSweep.ShapesDtypesAndOptions); it reads through pointers until that is looked at.
-  if (head_chunk > 128) return std::nullopt;
   // A dim of one index has no stride of its own (a (T, N, H) operand's batch): any valid one.
   auto stride = [&](int64_t size, int64_t s) { return size == 1 ? strides.seq : s; };
   TensorDescriptor d{t.data(), t.dtype(), {length, p.head_dim}, strides.seq, {block_rows, head_chunk},
@@ -45,7 +41,7 @@ std::optional<TensorDescriptor> sequence_descriptor(const AttentionProblem& p, c
 
 void add_sequence_blocks(NamedArguments& args, const std::string& name, const Tensor& t,
                          const SequenceStrides& strides, std::optional<TensorDescriptor> descriptor) {
-  if (descriptor) args.add(name, std::move(*descriptor));
+  if (descriptor) args.add_owned(name, std::move(*descriptor));
   else add_sequence_operand(args, name, t, strides);
 }
 

@@ -24,8 +24,8 @@ void add_sequence_operand(NamedArguments& args, const std::string& name, const T
 // `heads` heads) viewed as (batch, head, sequence, H), for kernels that read blocks of
 // `block_rows` rows by HEAD_CHUNK (`head_chunk`) columns of one (batch, head): rows past the
 // sequence and columns past H read zeros. There is one where the device copies blocks by TMA
-// (sm_90+), the operands are 16-bit (the tensor cores read them from shared memory), the
-// chunk is at most 128 columns and the layout allows one (16-byte aligned data and strides).
+// (sm_90+), the operands are 16-bit (the tensor cores read them from shared memory) and the
+// layout allows one (16-byte aligned data and strides).
 std::optional<TensorDescriptor> sequence_descriptor(const AttentionProblem& p, const Tensor& t,
                                                     const SequenceStrides& strides, int64_t length, int64_t heads,
                                                     int64_t block_rows, int64_t head_chunk, const DeviceInfo& device);

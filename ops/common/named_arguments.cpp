@@ -9,7 +9,7 @@ void NamedArguments::add(std::string name, const KernelArg& value) {
   values_.push_back(value);
 }
 
-void NamedArguments::add(std::string name, TensorDescriptor descriptor) {
+void NamedArguments::add_owned(std::string name, TensorDescriptor descriptor) {
   descriptors_.push_back(std::make_shared<const TensorDescriptor>(std::move(descriptor)));
   add(std::move(name), KernelArg(*descriptors_.back()));
 }

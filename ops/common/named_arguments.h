@@ -28,8 +28,9 @@ namespace tilejit::ops {
 class NamedArguments {
  public:
   void add(std::string name, const KernelArg& value);
-  // A tensor descriptor these arguments keep (copies share it) for as long as they live.
-  void add(std::string name, TensorDescriptor descriptor);
+  // A tensor descriptor these arguments keep (copies share it) for as long as they live; add
+  // borrows one that outlives the launch instead.
+  void add_owned(std::string name, TensorDescriptor descriptor);
   // The kernel parameters these arguments fill, in order: a pointer of the argument's dtype
   // or a scalar of its kind.
   std::vector<ir::Param> params() const;

@@ -1,8 +1,11 @@
 // Loop boundaries: a loop that carries an online softmax's running row max and row sum over
 // a dot's logits keeps them in the rows of the dot's accumulator, and the row max broadcast
 // back over the logits stays there too, so an iteration moves no data between threads but
-// through the warp shuffles of its row reductions; a wgmma operand computed before the loop
-// is stored to shared memory once, not at every iteration.
+// through the warp shuffles of its row reductions, nor does one that adds a bias tile, selects
+// by a mask tile and subtracts a row offset (loaded in the logits' layout); a wgmma operand
+// computed before the loop is stored to shared memory once, not at every iteration; an outer
+// loop carries an inner loop's accumulator in the inner loop's layout; a computed row
+// statistic broadcast over a product moves as a column, not as the product's whole tile.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -44,6 +47,63 @@ TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
     // The max and the sum over the 4 lanes that share a row: 2 steps each, for each of a
     // thread's two rows.
     EXPECT_EQ(count(body, "shfl.sync.bfly"), 2u * 2u * 2u);
+    expect_ptxas_accepts(k, true);
+  }
+}
+
+TEST(LoadLayout, ABiasAMaskAndARowOffsetAreLoadedInTheLogitsLayout) {
+  // The online softmax of the test above over where(mask, logits + bias, -10) - offset: the
+  // bias and mask tiles (loaded each iteration) and the row offset (loaded before the loop,
+  // broadcast over each iteration's logits) are loaded where the logits live, so the loop
+  // has the plain online softmax's barriers and shared stores, and no others.
+  dsl::Kernel plain = testing_kernels::online_softmax_kernel(), biased = testing_kernels::biased_softmax_kernel();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const bool hopper = std::string(arch) == "sm_90a";
+    auto loop_of = [&](const dsl::Kernel& kernel) {
+      auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+      CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+      expect_ptxas_accepts(k, true);
+      return loop_body(k.ptx, hopper ? "wgmma.fence" : "mma.sync");
+    };
+    std::string expected = loop_of(plain), body = loop_of(biased);
+    ASSERT_FALSE(body.empty());
+    EXPECT_EQ(count(body, "bar.sync"), count(expected, "bar.sync")) << body;
+    EXPECT_EQ(count(body, "st.shared"), count(expected, "st.shared")) << body;
+    EXPECT_EQ(count(body, "ld.shared"), count(expected, "ld.shared")) << body;
+  }
+}
+
+TEST(CarriedLayout, AnOuterLoopCarriesTheInnerLoopsAccumulatorInItsLayout) {
+  // The same products summed by one loop and by two passes of an outer loop around it: the
+  // outer loop adds no trip through shared memory (it would move the accumulator to the
+  // blocked layout at the end of each pass and back at the start of the next).
+  dsl::Kernel one = testing_kernels::invariant_weight_kernel(), two = testing_kernels::two_pass_weight_kernel();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    auto ptx_of = [&](const dsl::Kernel& kernel) {
+      auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+      CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+      expect_ptxas_accepts(k, true);
+      return k.ptx;
+    };
+    std::string expected = ptx_of(one), ptx = ptx_of(two);
+    EXPECT_EQ(count(ptx, "st.shared"), count(expected, "st.shared")) << ptx;
+    EXPECT_EQ(count(ptx, "bar.sync"), count(expected, "bar.sync")) << ptx;
+  }
+}
+
+TEST(BroadcastLayout, AComputedColumnMovesBeforeItIsBroadcast) {
+  // y's row sums live in the rows of the blocked layout, the product in the tensor cores'
+  // layout: the sums move to the product's rows (256 bytes through shared memory) and are
+  // broadcast there, instead of being broadcast to a (64, 128) f32 tile that then moves
+  // (32 KiB). The kernel's shared memory is then its dot operands' and reductions' only.
+  dsl::Kernel kernel = testing_kernels::row_sum_plus_product_kernel();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+    CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+    EXPECT_LT(k.shared_bytes, 64 * 128 * 4);
     expect_ptxas_accepts(k, true);
   }
 }

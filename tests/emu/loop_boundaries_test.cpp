@@ -1,8 +1,11 @@
 // The numerics of loops that cross layout and shared-memory boundaries (tests/loop_kernels.h)
 // on the emulated sm_80 and sm_90a: an online softmax, whose row statistics the loop carries
-// in the rows of the dot's accumulator, and a dot operand computed before its loop, which
-// sm_90a stores to shared memory once for every iteration's wgmma.
+// in the rows of the dot's accumulator, also over a bias, a mask and a row offset loaded in
+// the logits' layout; a dot operand computed before its loop, which sm_90a stores to shared
+// memory once for every iteration's wgmma; an accumulator carried by two nested loops; a
+// computed row statistic broadcast over a product.
 #include <cmath>
+#include <functional>
 
 #include "ops_test_util.h"
 #include "../loop_kernels.h"
@@ -11,6 +14,41 @@ namespace tjops {
 namespace {
 
 const char* const kArchs[] = {"sm_80", "sm_90a"};
+
+// A logit and the sum of the magnitudes of the terms it adds up (its error scale).
+struct Logit {
+  LD value, magnitude;
+};
+
+// Checks each row's max m and sum l of exp(logit - m) over `keys` logits, with tolerances from
+// the logits' magnitudes: a logit is off by about 1e-7 of its magnitude (f32 sums), m is one
+// of them, and each term of l is off by the error of its exponent.
+void expect_row_statistics(const Tensor& m_out, const Tensor& l_out, int64_t rows, int64_t keys,
+                           const std::function<Logit(int64_t, int64_t)>& logit) {
+  std::vector<LD> m(static_cast<size_t>(rows)), l(m), m_scale(m), l_scale(m);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<Logit> logits;
+    for (int64_t j = 0; j < keys; ++j) logits.push_back(logit(r, j));
+    LD max = -INFINITY, magnitude = 0, total = 0;
+    for (const Logit& x : logits) max = std::max(max, x.value), magnitude = std::max(magnitude, x.magnitude);
+    for (const Logit& x : logits) total += std::exp(x.value - max);
+    m[size_t(r)] = max, l[size_t(r)] = total;
+    m_scale[size_t(r)] = magnitude;
+    l_scale[size_t(r)] = total * (2 * magnitude + 1);
+  }
+  expect_scaled("running max", download(m_out).values(), m, m_scale, 1e-5);
+  expect_scaled("running sum", download(l_out).values(), l, l_scale, 1e-5);
+}
+
+// Row r of q (rows, head) times row j of k (keys, head).
+Logit q_dot_k(const Host& q, const Host& k, int64_t head, int64_t r, int64_t j) {
+  LD sum = 0, terms = 0;
+  for (int64_t t = 0; t < head; ++t) {
+    LD p = q.get(size_t(r * head + t)) * k.get(size_t(j * head + t));
+    sum += p, terms += std::fabs(p);
+  }
+  return {sum, terms};
+}
 
 TEST(LoopBoundaries, OnlineSoftmaxRowStatistics) {
   static JitKernel kernel(testing_kernels::online_softmax_kernel());
@@ -24,35 +62,42 @@ TEST(LoopBoundaries, OnlineSoftmaxRowStatistics) {
     Tensor m_out = poisoned(DType::f32, {rows}, device), l_out = poisoned(DType::f32, {rows}, device);
     bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device), m_out,
                         l_out, int32_t(keys));
-    // The logits are f32 sums of exact products, each off by about 1e-7 of its sum of
-    // |products|; m is one of them, and each term of l is off by the error of its exponent.
-    std::vector<LD> m(static_cast<size_t>(rows)), l(m), m_scale(m), l_scale(m);
-    for (int64_t r = 0; r < rows; ++r) {
-      std::vector<LD> logits(static_cast<size_t>(keys));
-      LD magnitude = 0;
-      for (int64_t j = 0; j < keys; ++j) {
-        LD sum = 0, terms = 0;
-        for (int64_t t = 0; t < head; ++t) {
-          LD p = q.get(size_t(r * head + t)) * k.get(size_t(j * head + t));
-          sum += p, terms += std::fabs(p);
-        }
-        logits[size_t(j)] = sum;
-        magnitude = std::max(magnitude, terms);
-      }
-      LD max = *std::max_element(logits.begin(), logits.end()), total = 0;
-      for (LD x : logits) total += std::exp(x - max);
-      m[size_t(r)] = max, l[size_t(r)] = total;
-      m_scale[size_t(r)] = magnitude;
-      l_scale[size_t(r)] = total * (2 * magnitude + 1);
-    }
-    expect_scaled("running max", download(m_out).values(), m, m_scale, 1e-5);
-    expect_scaled("running sum", download(l_out).values(), l, l_scale, 1e-5);
+    expect_row_statistics(m_out, l_out, rows, keys, [&](int64_t r, int64_t j) { return q_dot_k(q, k, head, r, j); });
   }
 }
 
-TEST(LoopBoundaries, DotOperandComputedBeforeTheLoop) {
-  static JitKernel kernel(testing_kernels::invariant_weight_kernel());
-  const int64_t rows = 64, n = 16, block_k = 32, k = 96;
+TEST(LoopBoundaries, BiasedMaskedSoftmaxRowStatistics) {
+  static JitKernel kernel(testing_kernels::biased_softmax_kernel());
+  const int64_t rows = 64, keys = 48, head = 32;
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    TJ_SEEDED_RNG(rng);
+    Device& device = Device::by_name(std::string("emu:") + arch);
+    Host q = random_host(DType::bf16, size_t(rows * head), rng, -2, 2);
+    Host k = random_host(DType::bf16, size_t(keys * head), rng, -2, 2);
+    Host bias = random_host(DType::f32, size_t(rows * keys), rng, -8, 8);
+    Host mask = random_full_range(DType::i1, size_t(rows * keys), rng);
+    Host offset = random_host(DType::f32, size_t(rows), rng, -8, 8);
+    Tensor m_out = poisoned(DType::f32, {rows}, device), l_out = poisoned(DType::f32, {rows}, device);
+    bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device),
+                        upload(bias, {}, device), upload(mask, {}, device), upload(offset, {}, device), m_out, l_out,
+                        int32_t(keys));
+    expect_row_statistics(m_out, l_out, rows, keys, [&](int64_t r, int64_t j) {
+      size_t at = size_t(r * keys + j);
+      Logit x{-10, 10};
+      if (mask.get(at) != 0) {
+        x = q_dot_k(q, k, head, r, j);
+        x.value += bias.get(at), x.magnitude += std::fabs(bias.get(at));
+      }
+      LD row_offset = offset.get(size_t(r));
+      return Logit{x.value - row_offset, x.magnitude + std::fabs(row_offset)};
+    });
+  }
+}
+
+// out = x @ w^T per column block, by `kernel` (invariant_weight_kernel's parameters).
+void expect_products_per_block(JitKernel& kernel) {
+  const int64_t rows = 64, n = 16, block_k = 32, k = 128;
   for (const char* arch : kArchs) {
     SCOPED_TRACE(arch);
     TJ_SEEDED_RNG(rng);
@@ -68,6 +113,46 @@ TEST(LoopBoundaries, DotOperandComputedBeforeTheLoop) {
       for (int64_t j = 0; j < n; ++j) b.set_raw(size_t(t * n + j), w.raw(size_t(j * block_k + t % block_k)));
     MatmulReference ref = matmul_reference(x, b, rows, n, k);
     expect_scaled("x @ w^T per block", download(out).values(), ref.sum, ref.magnitude, 1e-5);
+  }
+}
+
+TEST(LoopBoundaries, DotOperandComputedBeforeTheLoop) {
+  static JitKernel kernel(testing_kernels::invariant_weight_kernel());
+  expect_products_per_block(kernel);
+}
+
+TEST(LoopBoundaries, AccumulatorCarriedByNestedLoops) {
+  static JitKernel kernel(testing_kernels::two_pass_weight_kernel());
+  expect_products_per_block(kernel);
+}
+
+TEST(LoopBoundaries, ComputedRowStatisticBroadcastOverAProduct) {
+  static JitKernel kernel(testing_kernels::row_sum_plus_product_kernel());
+  const int64_t rows = 64, n = 128, k = 16, ny = 32;
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    TJ_SEEDED_RNG(rng);
+    Device& device = Device::by_name(std::string("emu:") + arch);
+    Host x = random_host(DType::bf16, size_t(rows * k), rng, -2, 2);
+    Host w = random_host(DType::bf16, size_t(n * k), rng, -2, 2);
+    Host y = random_host(DType::f32, size_t(rows * ny), rng, -2, 2);
+    Tensor out = poisoned(DType::f32, {rows}, device);
+    bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(x, {}, device), upload(w, {}, device),
+                        upload(y, {}, device), out);
+    std::vector<LD> expected(static_cast<size_t>(rows)), scale(expected);
+    for (int64_t r = 0; r < rows; ++r) {
+      LD y_sum = 0, y_magnitude = 0, best = -INFINITY, magnitude = 0;
+      for (int64_t j = 0; j < ny; ++j) {
+        LD v = y.get(size_t(r * ny + j));
+        y_sum += v, y_magnitude += std::fabs(v);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        Logit p = q_dot_k(x, w, k, r, j);
+        best = std::max(best, p.value), magnitude = std::max(magnitude, p.magnitude);
+      }
+      expected[size_t(r)] = best + y_sum, scale[size_t(r)] = magnitude + y_magnitude;
+    }
+    expect_scaled("row max of x . w^T + row sum of y", download(out).values(), expected, scale, 1e-5);
   }
 }
 

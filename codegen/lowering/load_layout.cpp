@@ -1,0 +1,71 @@
+// The layout a tile loaded from global memory by pointers takes.
+//
+// A wgmma B operand read only transposed takes its own (transposed_b_load_layout). A tile that
+// an elementwise op combines with a computed tile (a bias added to the logits, a mask selecting
+// from them, a residual added to an accumulator), directly or through other elementwise ops,
+// expand_dims and broadcasts (a row statistic subtracted from the logits), takes that tile's
+// layout (for a broadcast's source, the part of it each thread needs). Its addresses and mask
+// are recomputed in any layout at no cost, whereas a tile in the blocked layout costs a trip
+// through shared memory and two barriers to meet the other (each iteration, inside a loop),
+// or moves the op's result out of the computed tile's layout. The accesses are narrower (an
+// accumulator layout holds two consecutive elements per thread: four lanes read 32 bytes of
+// an f32 row), the rest of each sector coming from L1 at the thread's next access. Other
+// tiles take the blocked layout, whose accesses are 16 bytes wide.
+#include <algorithm>
+
+#include "codegen/lowering/lowering.h"
+
+namespace tilejit::codegen::lowering {
+
+namespace {
+
+constexpr int kMaxDepth = 8;  // ops followed from the load through its users
+
+// `layout` without the register bits that repeat data (zero bases): what a tile broadcast or
+// expanded into `layout` is held in, one register per element a thread needs.
+LinearLayout compact(LinearLayout layout) {
+  std::erase_if(layout.reg, [](const Coord& basis) {
+    return std::all_of(basis.begin(), basis.end(), [](int64_t x) { return x == 0; });
+  });
+  return layout;
+}
+
+}  // namespace
+
+std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const LayoutOf& layout_of, int depth) const {
+  auto users = users_.find(v);
+  if (users == users_.end() || depth > kMaxDepth) return std::nullopt;
+  for (const ir::Op* user : users->second) {
+    if (user->results.empty()) continue;
+    const ir::Value* result = user->result();
+    std::optional<LinearLayout> layout;
+    if (user->kind == ir::OpKind::expand_dims) {
+      if ((layout = consumer_layout(result, layout_of, depth + 1)))
+        return compact(layout->remove_dim(static_cast<int>(user->attr_int("axis"))));
+    } else if (user->kind == ir::OpKind::broadcast) {
+      std::vector<int> dims;
+      for (int d = 0; d < result->type.rank(); ++d)
+        if (v->type.shape[d] != result->type.shape[d]) dims.push_back(d);
+      if ((layout = consumer_layout(result, layout_of, depth + 1))) return compact(layout->squash(dims));
+    } else if (is_elementwise(user->kind) && result->type.shape == v->type.shape) {
+      for (const ir::Value* other : user->operands)
+        if (other != v && other->type.shape == v->type.shape && !rematerializable(other))
+          if ((layout = layout_of(other))) return layout;
+      if ((layout = consumer_layout(result, layout_of, depth + 1))) return layout;
+    }
+  }
+  return std::nullopt;
+}
+
+LinearLayout Lowering::load_layout(const ir::Op& load, const LayoutOf& layout_of) const {
+  const ir::Value* v = load.result();
+  if (std::optional<LinearLayout> transposed = transposed_b_load_layout(v)) return *transposed;
+  bool addresses_recomputed = std::all_of(load.operands.begin(), load.operands.end(), [&](const ir::Value* x) {
+    return x->type.is_scalar() || rematerializable(x);
+  });
+  if (addresses_recomputed)
+    if (std::optional<LinearLayout> layout = consumer_layout(v, layout_of, 0)) return *layout;
+  return default_layout(v->type.shape);
+}
+
+}  // namespace tilejit::codegen::lowering

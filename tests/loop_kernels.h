@@ -2,11 +2,29 @@
 // the tests of how the lowering handles them (PTX in tests/codegen, numerics in tests/emu).
 #pragma once
 
+#include <functional>
 #include <limits>
+#include <vector>
 
 #include "dsl/kernel.h"
 
 namespace tilejit::testing_kernels {
+
+// The running max m and sum l of exp(logit - m) of BLOCK_M rows over S keys, BLOCK_N keys per
+// iteration (S a multiple of BLOCK_N): `logits(keys)` gives the (BLOCK_M, BLOCK_N) logits of
+// the keys `keys` (BLOCK_N).
+inline std::vector<dsl::Tile> online_softmax(int64_t bm, int64_t bn, const dsl::Tile& S,
+                                             const std::function<dsl::Tile(const dsl::Tile&)>& logits_of) {
+  using namespace tilejit::dsl;
+  std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32), zeros({bm}, DType::f32)};
+  return for_range(0, S, bn, init, [&](Tile first, std::vector<Tile> carried) {
+    Tile logits = logits_of(first + arange(0, bn));
+    Tile m = maximum(carried[0], max(logits, 1));
+    Tile p = exp(logits - expand_dims(m, 1));
+    Tile l = carried[1] * exp(carried[0] - m) + sum(p, 1);
+    return std::vector<Tile>{m, l};
+  });
+}
 
 // For each of BLOCK_M query rows, the running max m and sum l of exp(q . k - m) over all S
 // keys, BLOCK_N keys per iteration (S a multiple of BLOCK_N): an online softmax, which
@@ -19,16 +37,9 @@ inline dsl::Kernel online_softmax_kernel() {
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], h = c["HEAD"];
         Tile rows = arange(0, bm), cols = arange(0, h);
         Tile q_tile = load(q + expand_dims(rows, 1) * h + expand_dims(cols, 0));  // (BLOCK_M, HEAD)
-        std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
-                                  zeros({bm}, DType::f32)};
-        std::vector<Tile> r = for_range(0, S, bn, init, [&](Tile first, std::vector<Tile> carried) {
-          Tile keys = first + arange(0, bn);
+        std::vector<Tile> r = online_softmax(bm, bn, S, [&](const Tile& keys) {
           Tile k_tile = load(k + expand_dims(keys, 1) * h + expand_dims(cols, 0));  // (BLOCK_N, HEAD)
-          Tile logits = dot(q_tile, trans(k_tile), zeros({bm, bn}, DType::f32));   // (BLOCK_M, BLOCK_N)
-          Tile m = maximum(carried[0], max(logits, 1));
-          Tile p = exp(logits - expand_dims(m, 1));
-          Tile l = carried[1] * exp(carried[0] - m) + sum(p, 1);
-          return std::vector<Tile>{m, l};
+          return dot(q_tile, trans(k_tile), zeros({bm, bn}, DType::f32));          // (BLOCK_M, BLOCK_N)
         });
         store(m_out + rows, r[0]);
         store(l_out + rows, r[1]);
@@ -50,18 +61,11 @@ inline dsl::Kernel biased_softmax_kernel() {
         Tile rows = arange(0, bm), cols = arange(0, h);
         Tile q_tile = load(q + expand_dims(rows, 1) * h + expand_dims(cols, 0));  // (BLOCK_M, HEAD)
         Tile row_offset = expand_dims(load(offset + rows), 1);                      // (BLOCK_M, 1)
-        std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
-                                  zeros({bm}, DType::f32)};
-        std::vector<Tile> r = for_range(0, S, bn, init, [&](Tile first, std::vector<Tile> carried) {
-          Tile keys = first + arange(0, bn);
+        std::vector<Tile> r = online_softmax(bm, bn, S, [&](const Tile& keys) {
           Tile k_tile = load(k + expand_dims(keys, 1) * h + expand_dims(cols, 0));  // (BLOCK_N, HEAD)
           Tile at = expand_dims(rows, 1) * S + expand_dims(keys, 0);                 // (BLOCK_M, BLOCK_N)
           Tile qk = dot(q_tile, trans(k_tile), zeros({bm, bn}, DType::f32));
-          Tile logits = where(load(mask + at), qk + load(bias + at), -10.0) - row_offset;
-          Tile m = maximum(carried[0], max(logits, 1));
-          Tile p = exp(logits - expand_dims(m, 1));
-          Tile l = carried[1] * exp(carried[0] - m) + sum(p, 1);
-          return std::vector<Tile>{m, l};
+          return where(load(mask + at), qk + load(bias + at), -10.0) - row_offset;
         });
         store(m_out + rows, r[0]);
         store(l_out + rows, r[1]);
@@ -70,19 +74,33 @@ inline dsl::Kernel biased_softmax_kernel() {
 
 // out (BLOCK_M, N) = sum over the K / BLOCK_K column blocks x_i of x (BLOCK_M, K) of
 // x_i . w^T, with one w (N, BLOCK_K) loaded before the loop: a dot operand that every
-// iteration reads, given transposed (K a multiple of BLOCK_K; row-major).
-inline dsl::Kernel invariant_weight_kernel() {
+// iteration reads, given transposed (K a multiple of BLOCK_K; row-major). With `two_passes`
+// the loop runs in two passes of an outer loop, each over half the column blocks (K a
+// multiple of 2 BLOCK_K), which carries the inner loop's accumulator.
+inline dsl::Kernel invariant_weight_kernel(bool two_passes = false) {
   using namespace tilejit::dsl;
   return define_kernel(
-      "invariant_weight", {"x", "w", "out", "K"}, {{"BLOCK_M", 64}, {"N", 16}, {"BLOCK_K", 32}},
-      [](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> out, Scalar<i32> K) {
+      two_passes ? "two_pass_weight" : "invariant_weight", {"x", "w", "out", "K"},
+      {{"BLOCK_M", 64}, {"N", 16}, {"BLOCK_K", 32}},
+      [two_passes](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> out, Scalar<i32> K) {
         int64_t bm = c["BLOCK_M"], n = c["N"], bk = c["BLOCK_K"];
         Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, bk);
         Tile w_tile = load(w + expand_dims(cols, 1) * bk + expand_dims(ks, 0));  // (N, BLOCK_K)
-        Tile acc = for_range(0, K, bk, zeros({bm, n}, DType::f32), [&](Tile k, Tile acc) {
-          Tile x_tile = load(x + expand_dims(rows, 1) * K + expand_dims(ks + k, 0));  // (BLOCK_M, BLOCK_K)
-          return dot(x_tile, trans(w_tile), acc);
-        });
+        auto column_blocks = [&](const auto& first, const auto& end, const Tile& init) {
+          return for_range(first, end, bk, init, [&](Tile k, Tile acc) {
+            Tile x_tile = load(x + expand_dims(rows, 1) * K + expand_dims(ks + k, 0));  // (BLOCK_M, BLOCK_K)
+            return dot(x_tile, trans(w_tile), acc);
+          });
+        };
+        Tile acc = zeros({bm, n}, DType::f32);
+        if (two_passes) {
+          // The passes start at 0 and K / 2: a trip count LLVM cannot tell, so the outer loop
+          // stays a loop.
+          Tile half = K / 2;
+          acc = for_range(0, K, half, acc, [&](Tile first, Tile outer) { return column_blocks(first, first + half, outer); });
+        } else {
+          acc = column_blocks(0, K, acc);
+        }
         store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), acc);
       });
 }
@@ -102,29 +120,6 @@ inline dsl::Kernel row_sum_plus_product_kernel() {
         Tile y_sum = sum(load(y + expand_dims(rows, 1) * ny + expand_dims(arange(0, ny), 0)), 1);  // (BLOCK_M)
         Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));         // (BLOCK_M, N)
         store(out + rows, max(product + expand_dims(y_sum, 1), 1));
-      });
-}
-
-// invariant_weight_kernel's sum in two passes of an outer loop, each over half the column
-// blocks (K a multiple of 2 BLOCK_K): the outer loop carries the inner loop's accumulator.
-inline dsl::Kernel two_pass_weight_kernel() {
-  using namespace tilejit::dsl;
-  return define_kernel(
-      "two_pass_weight", {"x", "w", "out", "K"}, {{"BLOCK_M", 64}, {"N", 16}, {"BLOCK_K", 32}},
-      [](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> out, Scalar<i32> K) {
-        int64_t bm = c["BLOCK_M"], n = c["N"], bk = c["BLOCK_K"];
-        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, bk);
-        Tile w_tile = load(w + expand_dims(cols, 1) * bk + expand_dims(ks, 0));  // (N, BLOCK_K)
-        // The passes start at 0 and K / 2: a trip count LLVM cannot tell, so the outer loop
-        // stays a loop.
-        Tile half = K / 2;
-        Tile acc = for_range(0, K, half, zeros({bm, n}, DType::f32), [&](Tile start, Tile outer) {
-          return for_range(start, start + half, bk, outer, [&](Tile k, Tile acc) {
-            Tile x_tile = load(x + expand_dims(rows, 1) * K + expand_dims(ks + k, 0));  // (BLOCK_M, BLOCK_K)
-            return dot(x_tile, trans(w_tile), acc);
-          });
-        });
-        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), acc);
       });
 }
 

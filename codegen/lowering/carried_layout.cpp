@@ -5,11 +5,9 @@
 // lowerings choose: a dot's accumulator layout; a reduction's slice of its input's layout
 // (an online softmax's running row max and sum); an elementwise op's first operand that is
 // not recomputed; a load's (codegen/lowering/load_layout.cpp); expand_dims, reshape and trans
-// of a predicted layout; a loop's result, the layout that loop carries it in (so an outer
-// loop carries an inner loop's accumulator as the inner loop does, instead of converting it
-// twice per outer iteration).
-#include <algorithm>
-
+// of a predicted layout. (A loop's result is not followed into the loop: an outer loop
+// carrying an inner loop's accumulators in their layout, rather than converting them at each
+// outer iteration, made ptxas spill in the f32 dk / dv kernel at H = 128 with block skipping.)
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
@@ -46,11 +44,6 @@ std::optional<LinearLayout> Lowering::predicted_layout(const ir::Value* v, int d
       // A load's layout follows its users; each step takes a share of the depth, so that
       // loads reached from loads' users stop soon.
       return load_layout(*op, [&](const ir::Value* x) { return predicted_layout(x, depth + kLoadDepth); });
-    case K::for_loop: {
-      auto result = std::find(op->results.begin(), op->results.end(), v);
-      const ir::Op& yield = *op->region(0).ops.back();
-      return predicted_layout(yield.operands[static_cast<size_t>(result - op->results.begin())], depth + 1);
-    }
     default: break;
   }
   if (!is_elementwise(op->kind) || v->type.is_scalar()) return std::nullopt;

@@ -3,6 +3,9 @@
 // dq with their tuned or heuristic configs (tuning.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "ops/attention.h"
 #include "ops/attention/backward_kernels.h"
 #include "ops/attention/tuning.h"
@@ -11,13 +14,36 @@
 namespace tilejit::ops {
 namespace attention_detail {
 
-NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffers& buffers) {
+namespace {
+
+// The operands a kernel reads in blocks of `rows` rows along its loop, with `config` on
+// `device`: through descriptors where sequence_descriptor gives one.
+struct LoopBlocks {
+  std::vector<std::string> names;
+  int64_t rows = 0;
+  const KernelConfig* config = nullptr;
+  const DeviceInfo* device = nullptr;
+};
+
+// The arguments every backward kernel reads.
+NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffers& buffers, const LoopBlocks& blocks) {
+  struct Operand {
+    const char* name;
+    const Tensor& t;
+    const SequenceStrides& strides;
+    int64_t length, heads;
+  };
   NamedArguments args = common_arguments(p);
-  add_sequence_operand(args, "q", *p.q_in, p.q);
-  add_sequence_operand(args, "k", *p.k_in, p.k);
-  add_sequence_operand(args, "v", *p.v_in, p.v);
-  add_sequence_operand(args, "out", buffers.out, buffers.out_strides);
-  add_sequence_operand(args, "dout", buffers.dout, buffers.dout_strides);
+  for (const Operand& o : {Operand{"q", *p.q_in, p.q, p.q_len, p.heads}, Operand{"k", *p.k_in, p.k, p.kv_len, p.kv_heads},
+                           Operand{"v", *p.v_in, p.v, p.kv_len, p.kv_heads},
+                           Operand{"out", buffers.out, buffers.out_strides, p.q_len, p.heads},
+                           Operand{"dout", buffers.dout, buffers.dout_strides, p.q_len, p.heads}}) {
+    std::optional<TensorDescriptor> descriptor;
+    if (std::find(blocks.names.begin(), blocks.names.end(), o.name) != blocks.names.end())
+      descriptor = sequence_descriptor(p, o.t, o.strides, o.length, o.heads, blocks.rows,
+                                       blocks.config->head_chunk_for(p.head_dim), *blocks.device);
+    add_sequence_blocks(args, o.name, o.t, o.strides, std::move(descriptor));
+  }
   args.add("lse", buffers.lse);
   args.add("delta", buffers.delta);
   args.add("row_base", buffers.row_base);
@@ -26,10 +52,38 @@ NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffe
   return args;
 }
 
+void add_outputs(NamedArguments& args, const std::vector<std::pair<const char*, const Tensor*>>& outputs) {
+  for (auto [output, tensor] : outputs)
+    add_sequence_operand(args, output, *tensor, contiguous_sequence_strides(tensor->shape()));
+}
+
+}  // namespace
+
+NamedArguments rows_arguments(const AttentionProblem& p, const BackwardBuffers& buffers) {
+  return backward_arguments(p, buffers, LoopBlocks{});
+}
+
+NamedArguments dkdv_arguments(const AttentionProblem& p, const KernelConfig& config, const DeviceInfo& device,
+                              const BackwardBuffers& buffers) {
+  // dout's rows past the query lengths must read zero, which its descriptor cannot say.
+  std::vector<std::string> blocked = {"q"};
+  if (!p.q_seqlens) blocked.push_back("dout");
+  NamedArguments args = backward_arguments(p, buffers, LoopBlocks{blocked, config.block_m, &config, &device});
+  add_outputs(args, {{"dk", &buffers.dk}, {"dv", &buffers.dv}});
+  return args;
+}
+
+NamedArguments dq_arguments(const AttentionProblem& p, const KernelConfig& config, const DeviceInfo& device,
+                            const BackwardBuffers& buffers) {
+  NamedArguments args = backward_arguments(p, buffers, LoopBlocks{{"k", "v"}, config.block_n, &config, &device});
+  add_outputs(args, {{"dq", &buffers.dq}});
+  return args;
+}
+
 namespace {
 
-// One backward kernel of `p` with its arguments (`outputs` added to the common ones), bound to
-// `config`, and its grid: `rows` rows in blocks of `block`, for each of `heads` heads.
+// One backward kernel of `p` with its arguments, bound to `config`, and its grid: `rows` rows
+// in blocks of `block`, for each of `heads` heads.
 struct BackwardLaunch {
   NamedArguments args;
   BoundKernel kernel;
@@ -39,32 +93,30 @@ struct BackwardLaunch {
   KernelReport prepare(Device& device) const { return kernel.prepare(device, args.values())->report(); }
 };
 
-BackwardLaunch backward_launch(const AttentionProblem& p, const BackwardBuffers& buffers, const char* name,
+BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, const char* name,
                                dsl::Kernel (*make)(DType, std::vector<ir::Param>), const KernelConfig& config,
-                               int64_t rows, int64_t block, int64_t heads,
-                               const std::vector<std::pair<const char*, const Tensor*>>& outputs) {
-  NamedArguments args = backward_arguments(p, buffers);
-  for (auto [output, tensor] : outputs)
-    add_sequence_operand(args, output, *tensor, contiguous_sequence_strides(tensor->shape()));
-  const JitKernel& kernel =
-      op_kernel(fmt::format("{}/{}", name, features_key(p)), [&] { return make(p.dtype, args.params()); });
-  return {std::move(args), kernel.with(config.constants(p.head_dim)),
-          program_count("attention_backward", (rows + block - 1) / block, heads)};
+                               int64_t rows, int64_t block, int64_t heads) {
+  const JitKernel& kernel = op_kernel(fmt::format("{}/{}/descriptors[{}]", name, features_key(p), args.descriptor_names()),
+                                      [&] { return make(p.dtype, args.params()); });
+  BoundKernel bound = kernel.with(config.constants(p.head_dim));
+  return {std::move(args), std::move(bound), program_count("attention_backward", (rows + block - 1) / block, heads)};
 }
 
-BackwardLaunch dkdv_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
-  return backward_launch(p, buffers, "attention_backward_dkdv", dkdv_kernel, config, p.kv_len, config.block_n,
-                         p.batch * p.kv_heads, {{"dk", &buffers.dk}, {"dv", &buffers.dv}});
+BackwardLaunch dkdv_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
+                           const DeviceInfo& device) {
+  return backward_launch(p, dkdv_arguments(p, config, device, buffers), "attention_backward_dkdv", dkdv_kernel, config,
+                         p.kv_len, config.block_n, p.batch * p.kv_heads);
 }
 
-BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
-  return backward_launch(p, buffers, "attention_backward_dq", dq_kernel, config, p.q_len, config.block_m,
-                         p.batch * p.heads, {{"dq", &buffers.dq}});
+BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
+                         const DeviceInfo& device) {
+  return backward_launch(p, dq_arguments(p, config, device, buffers), "attention_backward_dq", dq_kernel, config,
+                         p.q_len, config.block_m, p.batch * p.heads);
 }
 
 BackwardLaunch rows_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
-  return backward_launch(p, buffers, "attention_backward_rows", backward_rows_kernel, config, p.q_len, config.block_m,
-                         p.batch * p.heads, {});
+  return backward_launch(p, rows_arguments(p, buffers), "attention_backward_rows", backward_rows_kernel,
+                         config, p.q_len, config.block_m, p.batch * p.heads);
 }
 
 }  // namespace
@@ -83,21 +135,21 @@ KernelReport prepare_backward_rows(const AttentionProblem& p, const KernelConfig
 
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                  Stream& stream) {
-  if (p.batch * p.heads > 0) dkdv_launch(p, config, buffers).run(stream);
+  if (p.batch * p.heads > 0) dkdv_launch(p, config, buffers, stream.device().info()).run(stream);
 }
 
 void launch_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers, Stream& stream) {
-  if (p.batch * p.heads * p.q_len > 0) dq_launch(p, config, buffers).run(stream);
+  if (p.batch * p.heads * p.q_len > 0) dq_launch(p, config, buffers, stream.device().info()).run(stream);
 }
 
 KernelReport prepare_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                           Device& device) {
-  return dkdv_launch(p, config, buffers).prepare(device);
+  return dkdv_launch(p, config, buffers, device.info()).prepare(device);
 }
 
 KernelReport prepare_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                         Device& device) {
-  return dq_launch(p, config, buffers).prepare(device);
+  return dq_launch(p, config, buffers, device.info()).prepare(device);
 }
 
 BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, const SequenceStrides& out_strides,

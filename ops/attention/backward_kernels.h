@@ -7,7 +7,7 @@
 //    head's query heads and every block of queries.
 // 3. dq (dq_kernel.cpp): per block of queries, dq over the blocks of keys.
 //
-// Each kernel reads backward_arguments plus its outputs (dq, or dk and dv).
+// Each kernel reads the arguments of its *_arguments function.
 #pragma once
 
 #include <vector>
@@ -26,7 +26,14 @@ dsl::Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params);
 dsl::Kernel dq_kernel(DType dtype, std::vector<ir::Param> params);
 
 // The common arguments, q, k, v, out, dout, lse, the f32 row workspaces delta, row_base and
-// row_offset, and the i32 (B, N) flags close_rows.
-NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffers& buffers);
+// row_offset, the i32 (B, N) flags close_rows, and the kernel's outputs (dk and dv, or dq).
+// The operands dk / dv reads in blocks along its loop (q, and dout where there are no query
+// lengths) and those dq does (k and v) are descriptors where `device` and the layout allow
+// (sequence_descriptor), with `config`'s blocks.
+NamedArguments rows_arguments(const AttentionProblem& p, const BackwardBuffers& buffers);
+NamedArguments dkdv_arguments(const AttentionProblem& p, const KernelConfig& config, const DeviceInfo& device,
+                              const BackwardBuffers& buffers);
+NamedArguments dq_arguments(const AttentionProblem& p, const KernelConfig& config, const DeviceInfo& device,
+                            const BackwardBuffers& buffers);
 
 }  // namespace tilejit::ops::attention_detail

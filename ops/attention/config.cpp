@@ -13,7 +13,9 @@
 //   fewer as H grows, and 32 keys per step (16 at H = 16 and 128, where sm_80 spilled at
 //   32), which keeps the (BLOCK_M, BLOCK_N) logits small.
 // - f32 runs tf32x3, whose split operands need about twice the registers of 16-bit ones:
-//   smaller blocks, and head-dim chunks of 16 (32 at H = 256).
+//   smaller blocks, and head-dim chunks of 16 (32 in the forward and dq at H = 256); dq at
+//   H = 32 takes 16 keys per step, as its row statistics are held where the logits' rows are
+//   (codegen/lowering/load_layout.cpp).
 // - the backward kernels over query blocks (rows, dq) share one row; dk / dv, which carries
 //   two accumulators, takes smaller blocks.
 // On sm_90 (wgmma), 16-bit inputs have tables of their own, which put 128 rows on 8 warps
@@ -72,9 +74,9 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo&
   static const KernelConfig forward32[] = {
       {64, 32, 4, 16, 1}, {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig query_blocks32[] = {
-      {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
+      {64, 32, 8, 16, 1}, {64, 16, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig dkdv32[] = {
-      {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 32, 1}};
+      {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 16, 1}};
   static const KernelConfig forward16_wgmma[] = {{128, 64, 8, 16, 2, true},
                                                  {128, 64, 8, 32, 2, true},
                                                  {128, 64, 8, 64, 2, true},

@@ -44,12 +44,11 @@ Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
 
         auto head_step = [&](Tile g, std::vector<Tile> grads) {
           Tile head = kv_head * a.G + g;
-          Tile q_base = a.operand_base("q", head), dout_base = a.operand_base("dout", head);
           // Carried: dk's chunks, then dv's.
           BlockBody step = [&](Tile block, std::vector<Tile> carried) {
             Tile rows = block * bm + arange(0, bm);                                  // (BLOCK_M)
-            Chunks q = a.load_rows("q", q_base, rows, a.T);                          // (BLOCK_M, H)
-            Chunks dout = a.load_rows("dout", dout_base, rows, a.q_end);             // (BLOCK_M, H)
+            Chunks q = a.load_block("q", head, block * bm, bm, a.T);                 // (BLOCK_M, H)
+            Chunks dout = a.load_block("dout", head, block * bm, bm, a.q_end);       // (BLOCK_M, H)
             auto stats = a.row_stats(head, rows, 1);                                 // (1, BLOCK_M)
             Tile kq = a.dot_heads(k, q);                                             // (BLOCK_N, BLOCK_M)
             // With OVERLAP, v · dout^T is issued now and runs on while the weights are computed.

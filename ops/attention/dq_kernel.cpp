@@ -24,12 +24,11 @@ Kernel dq_kernel(DType dtype, std::vector<ir::Param> params) {
         Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);             // (BLOCK_M, H)
         Chunks dout = a.load_rows("dout", a.operand_base("dout", head), rows, a.q_end);  // (BLOCK_M, H)
         auto stats = a.row_stats(head, rows, 0);  // (BLOCK_M, 1)
-        Tile k_base = a.operand_base("k", kv_head), v_base = a.operand_base("v", kv_head);
 
         auto step = [&](Tile block, std::vector<Tile> dq) {
           Tile keys = block * bn + arange(0, bn);                                    // (BLOCK_N)
-          Chunks k = a.load_rows("k", k_base, keys, a.S);                             // (BLOCK_N, H)
-          Chunks v = a.load_rows("v", v_base, keys, a.S);                             // (BLOCK_N, H)
+          Chunks k = a.load_block("k", kv_head, block * bn, bn, a.S);                 // (BLOCK_N, H)
+          Chunks v = a.load_block("v", kv_head, block * bn, bn, a.S);                 // (BLOCK_N, H)
           Tile qk = a.dot_heads(q, k);                                               // (BLOCK_M, BLOCK_N)
           // With OVERLAP, dout · v^T is issued now and runs on while the weights are computed.
           std::optional<Tile> dp;

@@ -3,9 +3,9 @@
 // back over the logits stays there too, so an iteration moves no data between threads but
 // through the warp shuffles of its row reductions, nor does one that adds a bias tile, selects
 // by a mask tile and subtracts a row offset (loaded in the logits' layout); a wgmma operand
-// computed before the loop is stored to shared memory once, not at every iteration; an outer
-// loop carries an inner loop's accumulator in the inner loop's layout; a computed row
-// statistic broadcast over a product moves as a column, not as the product's whole tile.
+// computed before the loop is stored to shared memory once, not at every iteration; a
+// computed row statistic broadcast over a product moves as a column, not as the product's
+// whole tile.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -27,6 +27,15 @@ std::string loop_body(const std::string& ptx, const std::string& first) {
   return back == std::string::npos ? "" : ptx.substr(label, back - label);
 }
 
+// `kernel` with its default constants and aligned arguments, compiled for `arch`; ptxas must
+// assemble it without spills.
+CompiledKernel compiled(const dsl::Kernel& kernel, const char* arch) {
+  auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+  CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+  expect_ptxas_accepts(k, true);
+  return k;
+}
+
 TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
   // 4 warps over 64 rows: each warp holds whole rows of the logits (mma.sync's warps along
   // M on sm_80, one warpgroup on sm_90a), so the row reductions need no shared memory. An
@@ -37,8 +46,7 @@ TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
   dsl::Kernel kernel = testing_kernels::online_softmax_kernel();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
-    auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
-    CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+    CompiledKernel k = compiled(kernel, arch);
     const bool hopper = std::string(arch) == "sm_90a";
     std::string body = loop_body(k.ptx, hopper ? "wgmma.fence" : "mma.sync");
     ASSERT_FALSE(body.empty()) << k.ptx;
@@ -47,7 +55,6 @@ TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
     // The max and the sum over the 4 lanes that share a row: 2 steps each, for each of a
     // thread's two rows.
     EXPECT_EQ(count(body, "shfl.sync.bfly"), 2u * 2u * 2u);
-    expect_ptxas_accepts(k, true);
   }
 }
 
@@ -61,35 +68,13 @@ TEST(LoadLayout, ABiasAMaskAndARowOffsetAreLoadedInTheLogitsLayout) {
     SCOPED_TRACE(arch);
     const bool hopper = std::string(arch) == "sm_90a";
     auto loop_of = [&](const dsl::Kernel& kernel) {
-      auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
-      CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
-      expect_ptxas_accepts(k, true);
-      return loop_body(k.ptx, hopper ? "wgmma.fence" : "mma.sync");
+      return loop_body(compiled(kernel, arch).ptx, hopper ? "wgmma.fence" : "mma.sync");
     };
     std::string expected = loop_of(plain), body = loop_of(biased);
     ASSERT_FALSE(body.empty());
     EXPECT_EQ(count(body, "bar.sync"), count(expected, "bar.sync")) << body;
     EXPECT_EQ(count(body, "st.shared"), count(expected, "st.shared")) << body;
     EXPECT_EQ(count(body, "ld.shared"), count(expected, "ld.shared")) << body;
-  }
-}
-
-TEST(CarriedLayout, AnOuterLoopCarriesTheInnerLoopsAccumulatorInItsLayout) {
-  // The same products summed by one loop and by two passes of an outer loop around it: the
-  // outer loop adds no trip through shared memory (it would move the accumulator to the
-  // blocked layout at the end of each pass and back at the start of the next).
-  dsl::Kernel one = testing_kernels::invariant_weight_kernel(), two = testing_kernels::two_pass_weight_kernel();
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    SCOPED_TRACE(arch);
-    auto ptx_of = [&](const dsl::Kernel& kernel) {
-      auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
-      CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
-      expect_ptxas_accepts(k, true);
-      return k.ptx;
-    };
-    std::string expected = ptx_of(one), ptx = ptx_of(two);
-    EXPECT_EQ(count(ptx, "st.shared"), count(expected, "st.shared")) << ptx;
-    EXPECT_EQ(count(ptx, "bar.sync"), count(expected, "bar.sync")) << ptx;
   }
 }
 
@@ -101,10 +86,7 @@ TEST(BroadcastLayout, AComputedColumnMovesBeforeItIsBroadcast) {
   dsl::Kernel kernel = testing_kernels::row_sum_plus_product_kernel();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
-    auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
-    CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
-    EXPECT_LT(k.shared_bytes, 64 * 128 * 4);
-    expect_ptxas_accepts(k, true);
+    EXPECT_LT(compiled(kernel, arch).shared_bytes, 64 * 128 * 4);
   }
 }
 
@@ -112,16 +94,13 @@ TEST(InvariantOperands, AWgmmaOperandComputedBeforeTheLoopIsStoredOnce) {
   // w, loaded before the loop and read by every iteration's dot as trans(w) (B held (N, K)):
   // on sm_90a the loop stores only its own x tile (two 16-byte stores per thread), between
   // the two barriers; w is stored once, before the loop.
-  dsl::Kernel kernel = testing_kernels::invariant_weight_kernel();
-  auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
-  CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+  CompiledKernel k = compiled(testing_kernels::invariant_weight_kernel(), "sm_90a");
   std::string body = loop_body(k.ptx, "wgmma.fence");
   ASSERT_FALSE(body.empty()) << k.ptx;
   EXPECT_EQ(count(body, "bar.sync"), 2u) << body;
   EXPECT_EQ(count(body, "st.shared"), 2u) << body;
   std::string before = k.ptx.substr(0, k.ptx.find(body));
   EXPECT_EQ(count(before, "st.shared"), 1u) << "w's one store (16 x 32 bf16: 8 bytes per thread)\n" << before;
-  expect_ptxas_accepts(k, true);
 }
 
 }  // namespace

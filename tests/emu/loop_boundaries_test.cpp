@@ -50,49 +50,40 @@ Logit q_dot_k(const Host& q, const Host& k, int64_t head, int64_t r, int64_t j) 
   return {sum, terms};
 }
 
+// The online softmax's row statistics, plain and over a bias, a mask and a row offset.
 TEST(LoopBoundaries, OnlineSoftmaxRowStatistics) {
-  static JitKernel kernel(testing_kernels::online_softmax_kernel());
+  static JitKernel plain(testing_kernels::online_softmax_kernel()), biased(testing_kernels::biased_softmax_kernel());
   const int64_t rows = 64, keys = 48, head = 32;
-  for (const char* arch : kArchs) {
-    SCOPED_TRACE(arch);
-    TJ_SEEDED_RNG(rng);
-    Device& device = Device::by_name(std::string("emu:") + arch);
-    Host q = random_host(DType::bf16, size_t(rows * head), rng, -2, 2);
-    Host k = random_host(DType::bf16, size_t(keys * head), rng, -2, 2);
-    Tensor m_out = poisoned(DType::f32, {rows}, device), l_out = poisoned(DType::f32, {rows}, device);
-    bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device), m_out,
-                        l_out, int32_t(keys));
-    expect_row_statistics(m_out, l_out, rows, keys, [&](int64_t r, int64_t j) { return q_dot_k(q, k, head, r, j); });
-  }
-}
-
-TEST(LoopBoundaries, BiasedMaskedSoftmaxRowStatistics) {
-  static JitKernel kernel(testing_kernels::biased_softmax_kernel());
-  const int64_t rows = 64, keys = 48, head = 32;
-  for (const char* arch : kArchs) {
-    SCOPED_TRACE(arch);
-    TJ_SEEDED_RNG(rng);
-    Device& device = Device::by_name(std::string("emu:") + arch);
-    Host q = random_host(DType::bf16, size_t(rows * head), rng, -2, 2);
-    Host k = random_host(DType::bf16, size_t(keys * head), rng, -2, 2);
-    Host bias = random_host(DType::f32, size_t(rows * keys), rng, -8, 8);
-    Host mask = random_full_range(DType::i1, size_t(rows * keys), rng);
-    Host offset = random_host(DType::f32, size_t(rows), rng, -8, 8);
-    Tensor m_out = poisoned(DType::f32, {rows}, device), l_out = poisoned(DType::f32, {rows}, device);
-    bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device),
-                        upload(bias, {}, device), upload(mask, {}, device), upload(offset, {}, device), m_out, l_out,
-                        int32_t(keys));
-    expect_row_statistics(m_out, l_out, rows, keys, [&](int64_t r, int64_t j) {
-      size_t at = size_t(r * keys + j);
-      Logit x{-10, 10};
-      if (mask.get(at) != 0) {
-        x = q_dot_k(q, k, head, r, j);
-        x.value += bias.get(at), x.magnitude += std::fabs(bias.get(at));
-      }
-      LD row_offset = offset.get(size_t(r));
-      return Logit{x.value - row_offset, x.magnitude + std::fabs(row_offset)};
-    });
-  }
+  for (bool with_bias : {false, true})
+    for (const char* arch : kArchs) {
+      SCOPED_TRACE(std::string(arch) + (with_bias ? " biased" : ""));
+      TJ_SEEDED_RNG(rng);
+      Device& device = Device::by_name(std::string("emu:") + arch);
+      Host q = random_host(DType::bf16, size_t(rows * head), rng, -2, 2);
+      Host k = random_host(DType::bf16, size_t(keys * head), rng, -2, 2);
+      Host bias = random_host(DType::f32, size_t(rows * keys), rng, -8, 8);
+      Host mask = random_full_range(DType::i1, size_t(rows * keys), rng);
+      Host offset = random_host(DType::f32, size_t(rows), rng, -8, 8);
+      Tensor m_out = poisoned(DType::f32, {rows}, device), l_out = poisoned(DType::f32, {rows}, device);
+      Stream& stream = device.default_stream();
+      if (with_bias)
+        bind(biased).launch(stream, Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device), upload(bias, {}, device),
+                            upload(mask, {}, device), upload(offset, {}, device), m_out, l_out, int32_t(keys));
+      else
+        bind(plain).launch(stream, Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device), m_out, l_out,
+                           int32_t(keys));
+      expect_row_statistics(m_out, l_out, rows, keys, [&](int64_t r, int64_t j) {
+        if (!with_bias) return q_dot_k(q, k, head, r, j);
+        size_t at = size_t(r * keys + j);
+        Logit x{-10, 10};
+        if (mask.get(at) != 0) {
+          x = q_dot_k(q, k, head, r, j);
+          x.value += bias.get(at), x.magnitude += std::fabs(bias.get(at));
+        }
+        LD row_offset = offset.get(size_t(r));
+        return Logit{x.value - row_offset, x.magnitude + std::fabs(row_offset)};
+      });
+    }
 }
 
 // out = x @ w^T per column block, by `kernel` (invariant_weight_kernel's parameters).
@@ -122,7 +113,7 @@ TEST(LoopBoundaries, DotOperandComputedBeforeTheLoop) {
 }
 
 TEST(LoopBoundaries, AccumulatorCarriedByNestedLoops) {
-  static JitKernel kernel(testing_kernels::two_pass_weight_kernel());
+  static JitKernel kernel(testing_kernels::invariant_weight_kernel(/*two_passes=*/true));
   expect_products_per_block(kernel);
 }
 

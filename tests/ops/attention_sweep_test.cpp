@@ -96,11 +96,10 @@ TracedKernels default_kernels(const AttentionCase& c, const std::string& arch) {
   AttentionConfigs configs = choose_configs(c.dtype, c.H, Device::by_name("emu:" + arch).info());
   Tensor lse = Tensor::empty(device, DType::f32, p.logsumexp_shape());
   BackwardBuffers buffers{q, q, lse, p.q, p.q, lse, lse, lse, Tensor::empty(device, DType::i32, {c.B, c.N}), q, k, k};
-  NamedArguments bwd = backward_arguments(p, buffers), dq = bwd, dkdv = bwd;
-  add_sequence_operand(dq, "dq", q, p.q);
-  add_sequence_operand(dkdv, "dk", k, p.k);
-  add_sequence_operand(dkdv, "dv", k, p.k);
-  NamedArguments forward = forward_arguments(p, configs.forward, Device::by_name("emu:" + arch).info(), q, &lse);
+  const DeviceInfo& info = Device::by_name("emu:" + arch).info();
+  NamedArguments bwd = rows_arguments(p, buffers), dq = dq_arguments(p, configs.dq, info, buffers),
+                 dkdv = dkdv_arguments(p, configs.dkdv, info, buffers);
+  NamedArguments forward = forward_arguments(p, configs.forward, info, q, &lse);
   TracedKernels t;
   t.kernels.emplace_back("forward", forward_kernel(c.dtype, forward.params()), configs.forward, forward);
   t.kernels.emplace_back("rows", backward_rows_kernel(c.dtype, bwd.params()), configs.preprocess, bwd);

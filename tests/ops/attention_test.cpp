@@ -34,9 +34,9 @@ AttentionCase small(AttentionCase c, int64_t head_chunk = 64) {
 }
 
 // Every kernel with two pipeline stages: the next block's operands are copied (cp.async, or
-// on sm_90a TMA for the forward's keys and values) while a step computes; the block
-// skipping, GQA sums, padding lengths and bias run through the pipelined loops. f32 takes the
-// setting and computes the same (there is nothing to pipeline).
+// on sm_90a TMA for the blocks of the forward, dk / dv and dq) while a step computes; the
+// block skipping, GQA sums, padding lengths and bias run through the pipelined loops. f32
+// takes the setting and computes the same (there is nothing to pipeline).
 TEST(Attention, PipelinedBlocks) {
   for (const char* device : {"emu:sm_90a", "emu:sm_80"})
     for (DType d : {DType::bf16, DType::f32}) {
@@ -48,16 +48,16 @@ TEST(Attention, PipelinedBlocks) {
       c.configs = small_blocks(d == DType::f32 ? 32 : 64, 2);
       std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
       // The four kernels stream their blocks through rings (dq and dk / dv read each staged
-      // block in two products): on sm_90a the forward's keys and values arrive by TMA, the
-      // others' blocks by cp.async; f32 operands are split for tf32x3 in registers, so their
-      // loads stay as they are.
+      // block in two products): on sm_90a the forward's, dk / dv's and dq's arrive by TMA,
+      // the rows kernel's by cp.async; f32 operands are split for tf32x3 in registers, so
+      // their loads stay as they are.
       auto kernels_with = [&](const char* instruction) {
         return std::count_if(ptx.begin(), ptx.end(),
                              [&](const std::string& text) { return text.find(instruction) != std::string::npos; });
       };
       bool tma = std::string(device) == "emu:sm_90a" && d == DType::bf16;
-      EXPECT_EQ(kernels_with("cp.async.c"), d == DType::f32 ? 0 : tma ? 3 : 4) << device << " " << dtype_name(d);
-      EXPECT_EQ(kernels_with("cp.async.bulk.tensor.4d"), tma ? 1 : 0) << device << " " << dtype_name(d);
+      EXPECT_EQ(kernels_with("cp.async.c"), d == DType::f32 ? 0 : tma ? 1 : 4) << device << " " << dtype_name(d);
+      EXPECT_EQ(kernels_with("cp.async.bulk.tensor.4d"), tma ? 3 : 0) << device << " " << dtype_name(d);
       AttentionCase biased = c;
       biased.causal = false, biased.kv_lens = {}, biased.bias_shape = {2, 1, 45, 70};
       check_attention_case(biased);
@@ -82,6 +82,39 @@ TEST(Attention, KeysAndValuesByTma) {
       EXPECT_EQ(ptx[0].find("cp.async.ca"), std::string::npos) << describe(c);
       EXPECT_EQ(ptx[0].find("cp.async.cg"), std::string::npos) << describe(c);
     }
+}
+
+// On sm_90a dq reads its key and value blocks by TMA, and dk / dv its query blocks and, where
+// there are no query lengths, its dout blocks (dout's rows past the lengths must read zero,
+// which a descriptor cannot say: cp.async then), in either layout, with GQA and block
+// skipping. (Each case builds kernels of its own, no other test's either: kernels built
+// before dump no PTX.)
+TEST(Attention, BackwardBlocksByTma) {
+  for (bool q_lens : {false, true}) {
+    AttentionCase c;
+    c.device = "emu:sm_90a", c.layout = q_lens ? Layout::bnth : Layout::btnh;
+    c.B = 2, c.T = 45, c.S = 70, c.N = 4, c.K = 2, c.H = 64;
+    c.kv_lens = {70, 51};
+    if (q_lens) c.q_lens = {45, 20};
+    c.causal = true;
+    c.configs = small_blocks(32, 2);  // two chunks of the head dim per block
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+    auto kernel = [&](const std::string& name) {
+      auto it = std::find_if(ptx.begin(), ptx.end(), [&](const std::string& text) {
+        return text.find(".entry " + name + "(") != std::string::npos;
+      });
+      return it == ptx.end() ? std::string() : *it;
+    };
+    auto copies_by_cp_async = [](const std::string& text) {
+      return text.find("cp.async.ca.") != std::string::npos || text.find("cp.async.cg.") != std::string::npos;
+    };
+    std::string dq = kernel("attention_backward_dq"), dkdv = kernel("attention_backward_dkdv");
+    ASSERT_FALSE(dq.empty() || dkdv.empty()) << describe(c);
+    EXPECT_NE(dq.find("cp.async.bulk.tensor.4d"), std::string::npos) << describe(c);
+    EXPECT_FALSE(copies_by_cp_async(dq)) << describe(c);
+    EXPECT_NE(dkdv.find("cp.async.bulk.tensor.4d"), std::string::npos) << describe(c);
+    EXPECT_EQ(copies_by_cp_async(dkdv), q_lens) << describe(c);
+  }
 }
 
 // OVERLAP (config.h): the forward finishes each block's p · v in the next iteration and the

@@ -97,7 +97,8 @@ inline dsl::Kernel invariant_weight_kernel(bool two_passes = false) {
           // The passes start at 0 and K / 2: a trip count LLVM cannot tell, so the outer loop
           // stays a loop.
           Tile half = K / 2;
-          acc = for_range(0, K, half, acc, [&](Tile first, Tile outer) { return column_blocks(first, first + half, outer); });
+          acc = for_range(0, K, half, acc,
+                          [&](Tile first, Tile outer) { return column_blocks(first, first + half, outer); });
         } else {
           acc = column_blocks(0, K, acc);
         }
@@ -105,21 +106,25 @@ inline dsl::Kernel invariant_weight_kernel(bool two_passes = false) {
       });
 }
 
-// out (BLOCK_M) = the row max of x . w^T + the row sums of y: a row statistic reduced from a
-// tile in the blocked layout (y, which only a reduction reads), broadcast over a product in
-// the tensor cores' layout. x is (BLOCK_M, K), w (N, K), y (BLOCK_M, Y), row-major.
-inline dsl::Kernel row_sum_plus_product_kernel() {
+// out (BLOCK_M) = the row max of x . w^T + an addend computed from y and z, both (BLOCK_M, N)
+// f32 tiles loaded by pointers, and tiles in the blocked layout meeting a product in the tensor
+// cores' layout: y's row sums (a row statistic reduced from a tile only a reduction reads,
+// broadcast over the product), or with `two_tiles` y + z (two loads that meet each other before
+// they meet the product). x is (BLOCK_M, K), w (N, K), row-major.
+inline dsl::Kernel tiles_plus_product_kernel(bool two_tiles) {
   using namespace tilejit::dsl;
   return define_kernel(
-      "row_sum_plus_product", {"x", "w", "y", "out"}, {{"BLOCK_M", 64}, {"N", 128}, {"K", 16}, {"Y", 32}},
-      [](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> y, Ptr<f32> out) {
-        int64_t bm = c["BLOCK_M"], n = c["N"], k = c["K"], ny = c["Y"];
-        Tile rows = arange(0, bm), ks = arange(0, k);
-        Tile x_tile = load(x + expand_dims(rows, 1) * k + expand_dims(ks, 0));            // (BLOCK_M, K)
-        Tile w_tile = load(w + expand_dims(arange(0, n), 1) * k + expand_dims(ks, 0));   // (N, K)
-        Tile y_sum = sum(load(y + expand_dims(rows, 1) * ny + expand_dims(arange(0, ny), 0)), 1);  // (BLOCK_M)
-        Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));         // (BLOCK_M, N)
-        store(out + rows, max(product + expand_dims(y_sum, 1), 1));
+      two_tiles ? "two_tiles_plus_product" : "row_sum_plus_product", {"x", "w", "y", "z", "out"},
+      {{"BLOCK_M", 64}, {"N", 128}, {"K", 16}},
+      [two_tiles](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> y, Ptr<f32> z, Ptr<f32> out) {
+        int64_t bm = c["BLOCK_M"], n = c["N"], k = c["K"];
+        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, k);
+        Tile x_tile = load(x + expand_dims(rows, 1) * k + expand_dims(ks, 0));  // (BLOCK_M, K)
+        Tile w_tile = load(w + expand_dims(cols, 1) * k + expand_dims(ks, 0));  // (N, K)
+        Tile at = expand_dims(rows, 1) * n + expand_dims(cols, 0);              // (BLOCK_M, N)
+        Tile addend = two_tiles ? load(y + at) + load(z + at) : expand_dims(sum(load(y + at), 1), 1);
+        Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));  // (BLOCK_M, N)
+        store(out + rows, max(product + addend, 1));
       });
 }
 

@@ -48,9 +48,13 @@ std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const 
         if (v->type.shape[d] != result->type.shape[d]) dims.push_back(d);
       if ((layout = consumer_layout(result, layout_of, depth + 1))) return compact(layout->squash(dims));
     } else if (is_elementwise(user->kind) && result->type.shape == v->type.shape) {
-      for (const ir::Value* other : user->operands)
-        if (other != v && other->type.shape == v->type.shape && !rematerializable(other))
+      for (const ir::Value* other : user->operands) {
+        // A sibling load not lowered yet is no anchor: it follows the same users to the same
+        // layout (asked for its own, it would answer the blocked one).
+        bool sibling_load = other->def && other->def->kind == ir::OpKind::load && !home_.count(other);
+        if (other != v && other->type.shape == v->type.shape && !rematerializable(other) && !sibling_load)
           if ((layout = layout_of(other))) return layout;
+      }
       if ((layout = consumer_layout(result, layout_of, depth + 1))) return layout;
     }
   }

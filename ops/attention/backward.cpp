@@ -34,7 +34,8 @@ NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffe
     int64_t length, heads;
   };
   NamedArguments args = common_arguments(p);
-  for (const Operand& o : {Operand{"q", *p.q_in, p.q, p.q_len, p.heads}, Operand{"k", *p.k_in, p.k, p.kv_len, p.kv_heads},
+  for (const Operand& o : {Operand{"q", *p.q_in, p.q, p.q_len, p.heads},
+                           Operand{"k", *p.k_in, p.k, p.kv_len, p.kv_heads},
                            Operand{"v", *p.v_in, p.v, p.kv_len, p.kv_heads},
                            Operand{"out", buffers.out, buffers.out_strides, p.q_len, p.heads},
                            Operand{"dout", buffers.dout, buffers.dout_strides, p.q_len, p.heads}}) {
@@ -96,8 +97,9 @@ struct BackwardLaunch {
 BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, const char* name,
                                dsl::Kernel (*make)(DType, std::vector<ir::Param>), const KernelConfig& config,
                                int64_t rows, int64_t block, int64_t heads) {
-  const JitKernel& kernel = op_kernel(fmt::format("{}/{}/descriptors[{}]", name, features_key(p), args.descriptor_names()),
-                                      [&] { return make(p.dtype, args.params()); });
+  const JitKernel& kernel =
+      op_kernel(fmt::format("{}/{}/descriptors[{}]", name, features_key(p), args.descriptor_names()),
+                [&] { return make(p.dtype, args.params()); });
   BoundKernel bound = kernel.with(config.constants(p.head_dim));
   return {std::move(args), std::move(bound), program_count("attention_backward", (rows + block - 1) / block, heads)};
 }

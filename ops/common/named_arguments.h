@@ -28,6 +28,8 @@ namespace tilejit::ops {
 class NamedArguments {
  public:
   void add(std::string name, const KernelArg& value);
+  // A descriptor borrowed by add must outlive the launch: a temporary one goes to add_owned.
+  void add(std::string name, TensorDescriptor&& descriptor) = delete;
   // A tensor descriptor these arguments keep (copies share it) for as long as they live; add
   // borrows one that outlives the launch instead.
   void add_owned(std::string name, TensorDescriptor descriptor);

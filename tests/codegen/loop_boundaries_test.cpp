@@ -5,7 +5,7 @@
 // by a mask tile and subtracts a row offset (loaded in the logits' layout); a wgmma operand
 // computed before the loop is stored to shared memory once, not at every iteration; a
 // computed row statistic broadcast over a product moves as a column, not as the product's
-// whole tile.
+// whole tile, and two loaded tiles added to a product are loaded in its layout.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -83,7 +83,17 @@ TEST(BroadcastLayout, AComputedColumnMovesBeforeItIsBroadcast) {
   // layout: the sums move to the product's rows (256 bytes through shared memory) and are
   // broadcast there, instead of being broadcast to a (64, 128) f32 tile that then moves
   // (32 KiB). The kernel's shared memory is then its dot operands' and reductions' only.
-  dsl::Kernel kernel = testing_kernels::row_sum_plus_product_kernel();
+  dsl::Kernel kernel = testing_kernels::tiles_plus_product_kernel(false);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    EXPECT_LT(compiled(kernel, arch).shared_bytes, 64 * 128 * 4);
+  }
+}
+
+TEST(LoadLayout, TwoLoadedTilesThatMeetFirstAreLoadedInTheProductsLayout) {
+  // y + z, added to the product: each load follows its users past the other (which would
+  // answer the blocked layout) to the product, so no (64, 128) f32 tile moves (32 KiB).
+  dsl::Kernel kernel = testing_kernels::tiles_plus_product_kernel(true);
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
     EXPECT_LT(compiled(kernel, arch).shared_bytes, 64 * 128 * 4);

@@ -3,7 +3,7 @@
 // in the rows of the dot's accumulator, also over a bias, a mask and a row offset loaded in
 // the logits' layout; a dot operand computed before its loop, which sm_90a stores to shared
 // memory once for every iteration's wgmma; an accumulator carried by two nested loops; a
-// computed row statistic broadcast over a product.
+// computed row statistic broadcast over a product, and two loaded tiles added to one.
 #include <cmath>
 #include <functional>
 
@@ -67,8 +67,9 @@ TEST(LoopBoundaries, OnlineSoftmaxRowStatistics) {
       Tensor m_out = poisoned(DType::f32, {rows}, device), l_out = poisoned(DType::f32, {rows}, device);
       Stream& stream = device.default_stream();
       if (with_bias)
-        bind(biased).launch(stream, Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device), upload(bias, {}, device),
-                            upload(mask, {}, device), upload(offset, {}, device), m_out, l_out, int32_t(keys));
+        bind(biased).launch(stream, Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device),
+                            upload(bias, {}, device), upload(mask, {}, device), upload(offset, {}, device), m_out,
+                            l_out, int32_t(keys));
       else
         bind(plain).launch(stream, Dim3{1, 1, 1}, upload(q, {}, device), upload(k, {}, device), m_out, l_out,
                            int32_t(keys));
@@ -117,34 +118,43 @@ TEST(LoopBoundaries, AccumulatorCarriedByNestedLoops) {
   expect_products_per_block(kernel);
 }
 
-TEST(LoopBoundaries, ComputedRowStatisticBroadcastOverAProduct) {
-  static JitKernel kernel(testing_kernels::row_sum_plus_product_kernel());
-  const int64_t rows = 64, n = 128, k = 16, ny = 32;
-  for (const char* arch : kArchs) {
-    SCOPED_TRACE(arch);
-    TJ_SEEDED_RNG(rng);
-    Device& device = Device::by_name(std::string("emu:") + arch);
-    Host x = random_host(DType::bf16, size_t(rows * k), rng, -2, 2);
-    Host w = random_host(DType::bf16, size_t(n * k), rng, -2, 2);
-    Host y = random_host(DType::f32, size_t(rows * ny), rng, -2, 2);
-    Tensor out = poisoned(DType::f32, {rows}, device);
-    bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(x, {}, device), upload(w, {}, device),
-                        upload(y, {}, device), out);
-    std::vector<LD> expected(static_cast<size_t>(rows)), scale(expected);
-    for (int64_t r = 0; r < rows; ++r) {
-      LD y_sum = 0, y_magnitude = 0, best = -INFINITY, magnitude = 0;
-      for (int64_t j = 0; j < ny; ++j) {
-        LD v = y.get(size_t(r * ny + j));
-        y_sum += v, y_magnitude += std::fabs(v);
+// A row statistic broadcast over a product, and two loaded tiles added to it.
+TEST(LoopBoundaries, TilesAddedToAProduct) {
+  static JitKernel row_sum(testing_kernels::tiles_plus_product_kernel(false)),
+      two_tiles(testing_kernels::tiles_plus_product_kernel(true));
+  const int64_t rows = 64, n = 128, k = 16;
+  for (bool both : {false, true})
+    for (const char* arch : kArchs) {
+      SCOPED_TRACE(std::string(arch) + (both ? " y + z" : " row sums of y"));
+      TJ_SEEDED_RNG(rng);
+      Device& device = Device::by_name(std::string("emu:") + arch);
+      Host x = random_host(DType::bf16, size_t(rows * k), rng, -2, 2);
+      Host w = random_host(DType::bf16, size_t(n * k), rng, -2, 2);
+      Host y = random_host(DType::f32, size_t(rows * n), rng, -2, 2);
+      Host z = random_host(DType::f32, size_t(rows * n), rng, -2, 2);
+      Tensor out = poisoned(DType::f32, {rows}, device);
+      bind(both ? two_tiles : row_sum)
+          .launch(device.default_stream(), Dim3{1, 1, 1}, upload(x, {}, device), upload(w, {}, device),
+                  upload(y, {}, device), upload(z, {}, device), out);
+      std::vector<LD> expected(static_cast<size_t>(rows)), scale(expected);
+      for (int64_t r = 0; r < rows; ++r) {
+        LD y_sum = 0, y_magnitude = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          LD v = y.get(size_t(r * n + j));
+          y_sum += v, y_magnitude += std::fabs(v);
+        }
+        LD best = -INFINITY, magnitude = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          Logit p = q_dot_k(x, w, k, r, j);
+          LD yj = y.get(size_t(r * n + j)), zj = z.get(size_t(r * n + j));
+          LD addend = both ? yj + zj : y_sum;
+          best = std::max(best, p.value + addend);
+          magnitude = std::max(magnitude, p.magnitude + (both ? std::fabs(yj) + std::fabs(zj) : y_magnitude));
+        }
+        expected[size_t(r)] = best, scale[size_t(r)] = magnitude;
       }
-      for (int64_t j = 0; j < n; ++j) {
-        Logit p = q_dot_k(x, w, k, r, j);
-        best = std::max(best, p.value), magnitude = std::max(magnitude, p.magnitude);
-      }
-      expected[size_t(r)] = best + y_sum, scale[size_t(r)] = magnitude + y_magnitude;
+      expect_scaled("row max of x . w^T + the addend", download(out).values(), expected, scale, 1e-5);
     }
-    expect_scaled("row max of x . w^T + row sum of y", download(out).values(), expected, scale, 1e-5);
-  }
 }
 
 }  // namespace

@@ -42,8 +42,16 @@ double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, co
          (32.0 * double(c["num_warps"]));
 }
 
+// Whether the space offers a producer warpgroup (warp_specialize): for the forward with 16-bit
+// inputs when not causal, the one kernel that streams its blocks in a single loop at its top
+// (config.h); wherever else the kernels would run as without it.
+bool offers_producer(TunedKernel kernel, const AttentionTuningSpec& spec) {
+  return kernel == TunedKernel::forward && spec.dtype != DType::f32 && !spec.causal;
+}
+
 // Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two
-// pipeline stages (16-bit inputs), products overlapped or not (with two stages); at most 224
+// pipeline stages (16-bit inputs), products overlapped or not (with two stages), a producer
+// warpgroup or not (where offered, with two stages and whole warpgroups); at most 224
 // live values per thread. Where the bound comes from: with mma.sync (sm_80) about 128 fit in
 // registers, and the cost model charges the spills of more; wgmma (sm_90a) reads its operands
 // from shared memory, and ptxas assembles its defaults (config.cpp) without spills up to 216
@@ -59,6 +67,13 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
   space.add("OVERLAP", spec.dtype == DType::f32 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1});
   space.require("OVERLAP with two stages only (early products run on from a ring of staged blocks)",
                 [](const Config& c, const ProblemShape&) { return c["OVERLAP"] == 0 || c["num_stages"] == 2; });
+  if (offers_producer(kernel, spec)) {
+    space.add("warp_specialize", {0, 1});
+    space.require("warp_specialize with two stages and num_warps a multiple of 4 (wgmma's warpgroups)",
+                  [](const Config& c, const ProblemShape&) {
+                    return c["warp_specialize"] == 0 || (c["num_stages"] == 2 && c["num_warps"] % 4 == 0);
+                  });
+  }
   const int64_t padded = padded_head_dim(spec.head_dim);
   space.require(fmt::format("HEAD_CHUNK <= {} (the padded head dim)", padded),
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
@@ -83,18 +98,23 @@ autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec
   const double others = double(cdiv(by_keys ? s["T"] : s["S"], step) * step) * kept * double(by_keys ? s["G"] : 1);
   const double products = kernel == TunedKernel::forward ? 2 : kernel == TunedKernel::dq ? 3 : 4;
   const double own_bytes = bytes * 2.0 * double(s["BN"] * (by_keys ? s["S"] : s["T"]) * h);
-  return {programs, int(c["num_warps"]), 2.0 * products * double(programs * rows * h) * others,
+  // A producer warpgroup adds its four warps to the launch.
+  const int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
+  return {programs, warps, 2.0 * products * double(programs * rows * h) * others,
           bytes * double(programs) * others * double(2 * h) + own_bytes, values_per_thread(kernel, spec, c)};
 }
 
-// The constants `c` runs with for head dim `head_dim` (its head chunk at most the padded head dim).
-Config tuned_values(const KernelConfig& c, int64_t head_dim) {
-  return Config{{{"BLOCK_M", c.block_m},
+// The constants of the space of `kernel` for `spec` that `c` runs with (its head chunk at most
+// the padded head dim).
+Config tuned_values(TunedKernel kernel, const AttentionTuningSpec& spec, const KernelConfig& c) {
+  Config values{{{"BLOCK_M", c.block_m},
                  {"BLOCK_N", c.block_n},
                  {"num_warps", c.num_warps},
-                 {"HEAD_CHUNK", std::min(c.head_chunk, padded_head_dim(head_dim))},
+                 {"HEAD_CHUNK", std::min(c.head_chunk, padded_head_dim(spec.head_dim))},
                  {"num_stages", c.num_stages},
                  {"OVERLAP", c.overlap ? 1 : 0}}};
+  if (offers_producer(kernel, spec)) values.values.emplace_back("warp_specialize", c.warp_specialize ? 1 : 0);
+  return values;
 }
 
 KernelConfig heuristic_config(TunedKernel kernel, const AttentionTuningSpec& spec, const DeviceInfo& device) {
@@ -127,7 +147,7 @@ autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKerne
   op.layout = spec.layout();
   op.work = [spec, kernel](const Config& c, const ProblemShape& s) { return work_of(kernel, spec, c, s); };
   op.heuristic = [spec, kernel](const ProblemShape&, const DeviceInfo& device) {
-    return tuned_values(heuristic_config(kernel, spec, device), spec.head_dim);
+    return tuned_values(kernel, spec, heuristic_config(kernel, spec, device));
   };
   op.runner = [spec, kernel](Device& device, const ProblemShape& s, const autotune::TimingOptions& timing,
                              uint64_t seed) { return make_attention_runner(spec, kernel, device, s, timing, seed); };
@@ -195,6 +215,7 @@ KernelConfig kernel_config_of(const Config& config) {
   c.num_warps = int(config["num_warps"]), c.head_chunk = config["HEAD_CHUNK"];
   c.num_stages = int(config["num_stages"]);
   c.overlap = config["OVERLAP"] != 0;
+  c.warp_specialize = config.has("warp_specialize") && config["warp_specialize"] != 0;
   return c;
 }
 

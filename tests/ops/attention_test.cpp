@@ -149,6 +149,36 @@ TEST(Attention, OverlappedProducts) {
   }
 }
 
+// warp_specialize (config.h) on sm_90a: where the forward streams its blocks in one loop (no
+// block skipping), a producer warpgroup copies the key and value blocks by TMA for one or two
+// consumer warpgroups, with and without OVERLAP, with bias, mask, GQA and a head dim the chunk
+// overhangs; the consumers hand ring slots back on the empty mbarriers. With block skipping
+// (causal, lengths) the forward runs as without it.
+TEST(Attention, ForwardWarpSpecialized) {
+  struct Variant {
+    KernelConfig config;
+    int64_t head_dim;
+    bool skipping;
+  };
+  for (const Variant& v : {Variant{{64, 32, 4, 64, 2, false, true}, 64, false},
+                           Variant{{128, 32, 8, 64, 2, true, true}, 40, false},
+                           Variant{{64, 32, 4, 64, 2, true, true}, 64, true}}) {
+    AttentionCase c;
+    c.device = "emu:sm_90a";
+    c.B = 2, c.T = 45, c.S = 150, c.N = 4, c.K = 2, c.H = v.head_dim;
+    c.backward = false;
+    if (v.skipping) c.causal = true, c.kv_lens = {150, 70};
+    else c.bias_shape = {2, 1, 45, 150}, c.mask_shape = {1, 4, 45, 150};
+    c.configs = AttentionConfigs{v.config, v.config, v.config, v.config};
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+    ASSERT_EQ(ptx.size(), 1u) << describe(c);
+    EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.4d"), std::string::npos) << describe(c);
+    EXPECT_EQ(ptx[0].find("setmaxnreg.inc") != std::string::npos, !v.skipping) << describe(c);
+    const int threads = 32 * (v.config.num_warps + (v.skipping ? 0 : 4));
+    EXPECT_NE(ptx[0].find(fmt::format(".maxntid {}", threads)), std::string::npos) << describe(c);
+  }
+}
+
 // The head dim in two chunks on sm_90a: q · k^T is two dots, the second accumulating into the
 // first's running group without waiting for it, so the forward's logits wait for that pair
 // with both chunks of p · v still running (wait_group 2).

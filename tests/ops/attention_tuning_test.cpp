@@ -5,6 +5,7 @@
 // rejects a wrong output. The process's cache lives in a fresh directory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "ops/attention/host_reference.h"
 #include "ops/attention/tuning.h"
 #include "tests/fresh_cache.h"
+#include "tests/ptx_dump.h"
 #include "tests/ops/attention_test_util.h"
 #include "tests/scoped_env.h"
 
@@ -160,7 +162,8 @@ TEST(AttentionTuning, GroupsAreTunedAsTheyRunAndKeptApart) {
   for (ad::TunedKernel kernel : {ad::TunedKernel::forward, ad::TunedKernel::dkdv})
     tuned_through_runner(ad::attention_tunable(spec, kernel), grouped, 2, 5);
   const at::ProblemShape other{{{"BN", 4}, {"G", 2}, {"T", 64}, {"S", 64}}};
-  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}, {"OVERLAP", 1}}};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2},
+                           {"OVERLAP", 1}, {"warp_specialize", 0}}};
   const at::TunableKernel& forward = ad::attention_tunable(spec);
   at::TuningDatabase::global().offer_best(at::TuningKey::of(forward, other, device.info()), {stored, 1e-6, other, 0, {}});
   AttentionCase c = forward_case(DType::bf16, 4, 50, 60, 32, false);
@@ -266,6 +269,42 @@ TEST(AttentionTuning, TheSampledCheckRejectsAWrongOutput) {
   nan[0] = NAN;
   EXPECT_FALSE(reference.check(nan, lse).ok);
   EXPECT_TRUE(std::isinf(reference.check(nan, lse).max_abs_error));
+}
+
+// The forward's space offers a producer warpgroup where the kernel can use it (16-bit inputs,
+// not causal), with two stages and whole warpgroups only; a stored result that asks for one
+// is what its calls run, and they compute right.
+TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereTheForwardCanUseIt) {
+  auto offers = [](const ad::AttentionTuningSpec& spec, ad::TunedKernel kernel) {
+    std::vector<std::string> names = ad::attention_tunable(spec, kernel).space.constants();
+    return std::find(names.begin(), names.end(), "warp_specialize") != names.end();
+  };
+  EXPECT_TRUE(offers({DType::bf16, 64, false}, ad::TunedKernel::forward));
+  EXPECT_FALSE(offers({DType::bf16, 64, true}, ad::TunedKernel::forward));
+  EXPECT_FALSE(offers({DType::f32, 64, false}, ad::TunedKernel::forward));
+  EXPECT_FALSE(offers({DType::bf16, 64, false}, ad::TunedKernel::dkdv));
+  EXPECT_FALSE(offers({DType::bf16, 64, false}, ad::TunedKernel::dq));
+
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::f16, 64, false};
+  const at::TunableKernel& op = ad::attention_tunable(spec);
+  const at::ProblemShape shape{{{"BN", 8}, {"G", 1}, {"T", 32}, {"S", 64}}};
+  auto config = [](int64_t warps, int64_t stages, int64_t overlap) {
+    return at::Config{{{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"num_warps", warps}, {"HEAD_CHUNK", 64},
+                       {"num_stages", stages}, {"OVERLAP", overlap}, {"warp_specialize", 1}}};
+  };
+  EXPECT_TRUE(op.space.violated(config(4, 1, 0), shape).has_value());
+  EXPECT_TRUE(op.space.violated(config(2, 2, 1), shape).has_value());
+  const at::Config stored = config(4, 2, 1);
+  ASSERT_FALSE(op.space.violated(stored, shape).has_value());
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, shape, device.info()), {stored, 1e-6, shape, 0, {}});
+  AttentionCase c = forward_case(DType::f16, 8, 30, 60, 64, false);
+  const ad::KernelConfig served = ad::forward_call_config(Call(c, {}).problem, device);
+  EXPECT_TRUE(served.warp_specialize);
+  EXPECT_EQ(constants(served, 64), constants(ad::kernel_config_of(stored), 64));
+  std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+  ASSERT_EQ(ptx.size(), 1u);
+  EXPECT_NE(ptx[0].find("setmaxnreg.inc"), std::string::npos);
 }
 
 }  // namespace

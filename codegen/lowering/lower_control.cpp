@@ -36,7 +36,6 @@ void Lowering::lower_for(const ir::Op& op) {
     layouts.push_back(yielded->type.is_scalar() ? LinearLayout{} : carried_layout(yielded));
     init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
   }
-  InvariantTiles invariant = hold_invariant_operands(op);
   // The pipeline of this loop's loads: planned by the loop around it when a producer runs
   // across that loop's iterations, else here.
   LoopPipeline* pipeline = spanning_pipeline && &spanning_pipeline->loop() == &op ? spanning_pipeline : nullptr;
@@ -44,6 +43,9 @@ void Lowering::lower_for(const ir::Op& op) {
   if (planned) planned->prologue(lb, ub, step);
   if (planned && &planned->loop() == &op) pipeline = planned.get();
   if (planned && !pipeline) spanning_pipeline = planned.get();
+  // After the prologue, whose first copies run meanwhile; after a split into producer and
+  // consumers, only the consumers, which read them, store the tiles.
+  InvariantTiles invariant = hold_invariant_operands(op);
   llvm::Value* first_position = pipeline ? pipeline->enter(lb) : nullptr;
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* preheader = b.GetInsertBlock();
@@ -94,9 +96,9 @@ void Lowering::lower_for(const ir::Op& op) {
   enter_region();
   b.SetInsertPoint(exit);
   if (pipeline) pipeline->leave(stage, ub, step);
+  release_invariant_operands(invariant);
   if (planned) planned->finish();
   if (planned && !pipeline) spanning_pipeline = nullptr;
-  release_invariant_operands(invariant);
 }
 
 void Lowering::lower_if(const ir::Op& op) {

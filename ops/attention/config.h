@@ -29,10 +29,11 @@ struct KernelConfig {
   // dkdv_kernel.cpp). It pays where products run asynchronously, which wgmma does from a
   // ring of staged blocks (sm_90a, two stages), and it keeps more values live.
   bool overlap = false;
-  // Whether a producer warpgroup issues the loop's block copies (warp_specialize, codegen/
-  // lowering/loop_pipeline.h): on sm_90a, with two or more stages, where the kernel streams its
-  // blocks by TMA in one loop at its top (the forward without block skipping). Elsewhere the
-  // kernel runs as without it.
+  // Whether a producer warpgroup issues the block copies of the kernel's first loop
+  // (warp_specialize, codegen/lowering/loop_pipeline.h): on sm_90a, with two or more stages,
+  // where the kernel streams its blocks by TMA in a loop at its top: the forward's and dq's
+  // (with block skipping, the loop over the blocks the rows can keep). dk / dv, whose loop runs
+  // inside one over the heads of a group, runs as without it.
   bool warp_specialize = false;
   // HEAD_CHUNK for head dim `head_dim`: no wider than the padded head dim.
   int64_t head_chunk_for(int64_t head_dim) const;

@@ -17,7 +17,9 @@
 // range of the band and lengths), then checks its active rows' maxima; if any row is still
 // within the gap (a row with no kept key, or logits pushed down to masked_logit by a bias)
 // it visits the remaining blocks too. The online softmax does not depend on the order of the
-// blocks, so the result is the one of visiting every block.
+// blocks, so the result is the one of visiting every block. With warp_specialize the two
+// visits are two loops: a producer warpgroup copies the first one's blocks (config.h), and
+// the consumers copy the rest's themselves.
 //
 // Overlap (OVERLAP, config.h). Each iteration issues q · k for its block and p · v for the
 // block before (each_block_lagged), then computes its softmax: on sm_90a the logits wait for
@@ -81,7 +83,8 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
           r = for_blocks_then_rest(a.key_blocks(t0, bm, bn), block_count, init, blocks,
                                    [&](const std::vector<Tile>& carried) {
                                      return any_set(active && a.near_masked(carried[0]));
-                                   });
+                                   },
+                                   /*two_loops=*/a.warp_specialize);
         } else {
           r = blocks(scalar(0, DType::i32), block_count, init);
         }

@@ -32,6 +32,7 @@ AttentionTiles::AttentionTiles(const NamedTiles& in_, const Constants& c, DType 
       chunk(c["HEAD_CHUNK"]),
       chunks((head_dim + chunk - 1) / chunk),
       overlap(c["OVERLAP"] != 0),
+      warp_specialize(c["warp_specialize"] != 0),
       T(in["T"]),
       S(in["S"]),
       N(in["N"]),
@@ -225,14 +226,19 @@ Tile wrapped_block(const Tile& start, const Tile& index, const Tile& count) {
 
 std::vector<Tile> for_blocks_then_rest(const std::pair<Tile, Tile>& blocks, const Tile& count,
                                        std::vector<Tile> carried, const BlockRun& run,
-                                       const std::function<Tile(const std::vector<Tile>&)>& more) {
-  // Two passes of one loop, so that the body is traced once: blocks [first, end), then, when
-  // `more` holds for what the first pass carries out, the other count - (end - first) blocks
-  // from `end` on, wrapping around.
+                                       const std::function<Tile(const std::vector<Tile>&)>& more, bool two_loops) {
+  // Blocks [first, end), then, when `more` holds for what the first range carries out, the
+  // other count - (end - first) blocks from `end` on, wrapping around.
   Tile first = minimum(blocks.first, count), end = minimum(blocks.second, count);  // 0 <= first <= end <= count
+  auto rest = [&](const std::vector<Tile>& c) { return where(more(c), count - (end - first), 0); };
+  if (two_loops) {
+    std::vector<Tile> c = run(first, end - first, std::move(carried));
+    Tile length = rest(c);
+    return run(end, length, std::move(c));
+  }
   return for_range(0, 2, 1, std::move(carried), [&](Tile pass, std::vector<Tile> c) {
     Tile start = where(pass == 0, first, end);
-    Tile length = where(pass == 0, end - first, where(more(c), count - (end - first), 0));
+    Tile length = where(pass == 0, end - first, rest(c));
     return run(start, length, std::move(c));
   });
 }

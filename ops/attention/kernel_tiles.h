@@ -45,6 +45,7 @@ class AttentionTiles {
   int64_t chunk;                  // HEAD_CHUNK
   int64_t chunks;                 // ceil(H / HEAD_CHUNK)
   bool overlap;                   // OVERLAP: products issued early (config.h)
+  bool warp_specialize;           // warp_specialize: a producer warpgroup where possible (config.h)
   dsl::Tile T, S, N, G, scale;    // scalars
   float masked;                   // masked_logit(dtype)
   // Whether any mask can leave a whole block of keys masked for a block of queries (the
@@ -161,10 +162,13 @@ using BlockRun = std::function<std::vector<dsl::Tile>(const dsl::Tile& start, co
 // Runs over blocks [first, end), then, when `more` (an i1 scalar) is true, over every other
 // block of [0, count), carrying `carried` through both: the exact way to skip blocks whose
 // contribution is zero unless `more` says otherwise. `more` is evaluated on the values carried
-// out of the first range.
+// out of the first range. The two ranges are two passes of one loop, so that the body is
+// traced once; with `two_loops`, two loops one after the other, the first at the kernel's top
+// level, where a producer warpgroup can run its copies (warp_specialize).
 std::vector<dsl::Tile> for_blocks_then_rest(const std::pair<dsl::Tile, dsl::Tile>& blocks, const dsl::Tile& count,
                                             std::vector<dsl::Tile> carried, const BlockRun& run,
-                                            const std::function<dsl::Tile(const std::vector<dsl::Tile>&)>& more);
+                                            const std::function<dsl::Tile(const std::vector<dsl::Tile>&)>& more,
+                                            bool two_loops = false);
 
 // body(block) for each block, one iteration each.
 using BlockBody = std::function<std::vector<dsl::Tile>(dsl::Tile, std::vector<dsl::Tile>)>;

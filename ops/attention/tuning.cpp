@@ -42,11 +42,11 @@ double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, co
          (32.0 * double(c["num_warps"]));
 }
 
-// Whether the space offers a producer warpgroup (warp_specialize): for the forward with 16-bit
-// inputs when not causal, the one kernel that streams its blocks in a single loop at its top
-// (config.h); wherever else the kernels would run as without it.
+// Whether the space offers a producer warpgroup (warp_specialize): for the forward and dq with
+// 16-bit inputs, the kernels that stream their blocks in a loop at their top (config.h); dk / dv
+// would run as without it.
 bool offers_producer(TunedKernel kernel, const AttentionTuningSpec& spec) {
-  return kernel == TunedKernel::forward && spec.dtype != DType::f32 && !spec.causal;
+  return kernel != TunedKernel::dkdv && spec.dtype != DType::f32;
 }
 
 // Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two

@@ -132,25 +132,30 @@ TEST(AttentionSweep, DefaultConfigsAssembleWithoutSpills) {
       }
 }
 
-// The forward's sm_90a configs with a producer warpgroup (warp_specialize): at head dims 64 and
-// 128, without options and with bias and mask, the consumers' code fits the registers
-// setmaxnreg hands them without spills. (At 256 a few values live across the split spill.)
-TEST(AttentionSweep, ProducerWarpgroupForwardAssemblesWithoutSpills) {
+// The forward's and dq's sm_90a configs with a producer warpgroup (warp_specialize): at head
+// dims 64 and 128, without options, causal (the forward then runs two loops), and with bias
+// and mask, the consumers' code fits the registers setmaxnreg hands them without spills. (At
+// 256 a few values that live across the split spill.)
+TEST(AttentionSweep, ProducerWarpgroupKernelsAssembleWithoutSpills) {
   if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
   for (int64_t h : {64, 128})
-    for (bool features : {false, true}) {
+    for (int features = 0; features < 3; ++features) {
       AttentionCase c;
       c.T = 64, c.S = 64, c.N = 2, c.K = 1, c.H = h;
-      if (features) c.bias_shape = {1, 2, 64, 64}, c.mask_shape = {1, 1, 64, 64};
+      c.causal = features == 1;
+      if (features == 2) c.bias_shape = {1, 2, 64, 64}, c.mask_shape = {1, 1, 64, 64};
       TracedKernels traced = default_kernels(c, "sm_90a");
-      auto& [name, kernel, config, args] = traced.kernels.front();
-      SCOPED_TRACE(name + " H=" + std::to_string(h) + " " + describe(c));
-      KernelConfig specialized = config;
-      specialized.warp_specialize = true;
-      auto fn = kernel.trace(kernel.constants(specialized.constants(h)), facts_of(kernel, args));
-      tilejit::codegen::CompiledKernel k = tilejit::codegen::compile_to_ptx(*fn, tilejit::codegen::find_target("sm_90a"));
-      EXPECT_NE(k.ptx.find("setmaxnreg.inc"), std::string::npos);
-      tilejit::codegen::expect_ptxas_accepts(k, true);
+      for (auto& [name, kernel, config, args] : traced.kernels) {
+        if (name != "forward" && name != "dq") continue;
+        SCOPED_TRACE(name + " H=" + std::to_string(h) + " " + describe(c));
+        KernelConfig specialized = config;
+        specialized.warp_specialize = true;
+        auto fn = kernel.trace(kernel.constants(specialized.constants(h)), facts_of(kernel, args));
+        tilejit::codegen::CompiledKernel k =
+            tilejit::codegen::compile_to_ptx(*fn, tilejit::codegen::find_target("sm_90a"));
+        EXPECT_NE(k.ptx.find("setmaxnreg.inc"), std::string::npos);
+        tilejit::codegen::expect_ptxas_accepts(k, true);
+      }
     }
 }
 

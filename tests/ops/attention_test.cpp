@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "tests/codegen/ptx_text.h"
 #include "tests/codegen/ptxas_check.h"
@@ -149,33 +150,72 @@ TEST(Attention, OverlappedProducts) {
   }
 }
 
-// warp_specialize (config.h) on sm_90a: where the forward streams its blocks in one loop (no
-// block skipping), a producer warpgroup copies the key and value blocks by TMA for one or two
-// consumer warpgroups, with and without OVERLAP, with bias, mask, GQA and a head dim the chunk
-// overhangs; the consumers hand ring slots back on the empty mbarriers. With block skipping
-// (causal, lengths) the forward runs as without it.
+// warp_specialize (config.h) on sm_90a: a producer warpgroup copies the forward's key and
+// value blocks by TMA for one or two consumer warpgroups, which hand ring slots back on the
+// empty mbarriers; with and without OVERLAP, with bias, mask, GQA and a head dim the chunk
+// overhangs. With block skipping, the producer serves the loop over the blocks the rows can
+// keep, and the consumers copy the rest's blocks themselves when it runs: logits pushed down
+// to masked_logit by a bias send every program through both, and rows with no kept key
+// (bottom-right, an empty batch) programs whose first loop is empty. On sm_80 the setting
+// changes nothing but the two loops.
 TEST(Attention, ForwardWarpSpecialized) {
   struct Variant {
     KernelConfig config;
-    int64_t head_dim;
-    bool skipping;
+    std::function<void(AttentionCase&)> options;
   };
-  for (const Variant& v : {Variant{{64, 32, 4, 64, 2, false, true}, 64, false},
-                           Variant{{128, 32, 8, 64, 2, true, true}, 40, false},
-                           Variant{{64, 32, 4, 64, 2, true, true}, 64, true}}) {
+  const Variant variants[] = {
+      {{64, 32, 4, 64, 2, false, true},
+       [](AttentionCase& c) { c.bias_shape = {2, 1, 45, 150}, c.mask_shape = {1, 4, 45, 150}; }},
+      {{128, 32, 8, 64, 2, true, true},
+       [](AttentionCase& c) { c.H = 40, c.bias_shape = {2, 1, 45, 150}, c.mask_shape = {1, 4, 45, 150}; }},
+      {{64, 32, 4, 64, 2, true, true},
+       [](AttentionCase& c) {
+         c.dtype = DType::f16, c.causal = true, c.kv_lens = {150, 31};
+         c.bias_shape = {1, 1, 1, 1}, c.bias_value = -45851.0L, c.logit_range = 0.5;
+       }},
+      {{64, 32, 4, 64, 2, false, true},
+       [](AttentionCase& c) { c.T = 170, c.bottom_right = true, c.kv_lens = {150, 0}; }},
+      {{64, 32, 4, 64, 2, false, true},
+       [](AttentionCase& c) { c.device = "emu:sm_80", c.causal = true, c.kv_lens = {150, 31}; }}};
+  for (const Variant& v : variants) {
     AttentionCase c;
     c.device = "emu:sm_90a";
-    c.B = 2, c.T = 45, c.S = 150, c.N = 4, c.K = 2, c.H = v.head_dim;
+    c.B = 2, c.T = 45, c.S = 150, c.N = 4, c.K = 2, c.H = 64;
     c.backward = false;
-    if (v.skipping) c.causal = true, c.kv_lens = {150, 70};
-    else c.bias_shape = {2, 1, 45, 150}, c.mask_shape = {1, 4, 45, 150};
+    v.options(c);
     c.configs = AttentionConfigs{v.config, v.config, v.config, v.config};
     std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
     ASSERT_EQ(ptx.size(), 1u) << describe(c);
-    EXPECT_NE(ptx[0].find("cp.async.bulk.tensor.4d"), std::string::npos) << describe(c);
-    EXPECT_EQ(ptx[0].find("setmaxnreg.inc") != std::string::npos, !v.skipping) << describe(c);
-    const int threads = 32 * (v.config.num_warps + (v.skipping ? 0 : 4));
-    EXPECT_NE(ptx[0].find(fmt::format(".maxntid {}", threads)), std::string::npos) << describe(c);
+    const bool producer = c.device == "emu:sm_90a";
+    EXPECT_EQ(ptx[0].find("cp.async.bulk.tensor.4d") != std::string::npos, producer) << describe(c);
+    EXPECT_EQ(ptx[0].find("setmaxnreg.inc") != std::string::npos, producer) << describe(c);
+    EXPECT_NE(ptx[0].find(fmt::format(".maxntid {}", 32 * (v.config.num_warps + (producer ? 4 : 0)))),
+              std::string::npos)
+        << describe(c);
+  }
+}
+
+// dq streams its key and value blocks in one loop at its top (the key range its rows can
+// keep, with block skipping): with warp_specialize a producer warpgroup copies them on sm_90a,
+// with and without OVERLAP, block skipping, bias and mask.
+TEST(Attention, DqWarpSpecialized) {
+  for (bool skipping : {false, true}) {
+    AttentionCase c;
+    c.device = "emu:sm_90a";
+    c.B = 2, c.T = 45, c.S = 150, c.N = 4, c.K = 2, c.H = 64;
+    if (skipping) c.causal = true, c.kv_lens = {150, 31};
+    else c.bias_shape = {2, 1, 45, 150}, c.mask_shape = {1, 4, 45, 150};
+    KernelConfig queries{64, 32, 4, 64, 2, skipping}, keys{32, 64, 4, 64, 2, true};
+    KernelConfig dq = queries;
+    dq.warp_specialize = true;
+    c.configs = AttentionConfigs{queries, queries, keys, dq};
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+    auto dq_ptx = std::find_if(ptx.begin(), ptx.end(), [](const std::string& text) {
+      return text.find(".entry attention_backward_dq(") != std::string::npos;
+    });
+    ASSERT_NE(dq_ptx, ptx.end()) << describe(c);
+    EXPECT_NE(dq_ptx->find("setmaxnreg.inc"), std::string::npos) << describe(c);
+    EXPECT_NE(dq_ptx->find(".maxntid 256"), std::string::npos) << describe(c);
   }
 }
 

@@ -94,7 +94,8 @@ TEST(AttentionTuning, ATunedShapeServesLaterCalls) {
 TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 32, true};
-  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2}, {"OVERLAP", 1}}};
+  const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2},
+                           {"OVERLAP", 1}, {"warp_specialize", 0}}};
   const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32, device.info()).forward;
   ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
   const at::ProblemShape tuned{{{"BN", 4}, {"G", 1}, {"T", 64}, {"S", 64}}};
@@ -139,7 +140,8 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
       {ad::TunedKernel::dkdv,
        at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}, {"num_stages", 2}, {"OVERLAP", 1}}}},
       {ad::TunedKernel::dq,
-       at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 1}, {"OVERLAP", 0}}}}};
+       at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 1}, {"OVERLAP", 0},
+                   {"warp_specialize", 0}}}}};
   for (auto& [kernel, config] : stored) {
     const at::TunableKernel& op = ad::attention_tunable(spec, kernel);
     ASSERT_NE(config, op.heuristic_config(other, device.info()));
@@ -271,19 +273,20 @@ TEST(AttentionTuning, TheSampledCheckRejectsAWrongOutput) {
   EXPECT_TRUE(std::isinf(reference.check(nan, lse).max_abs_error));
 }
 
-// The forward's space offers a producer warpgroup where the kernel can use it (16-bit inputs,
-// not causal), with two stages and whole warpgroups only; a stored result that asks for one
-// is what its calls run, and they compute right.
-TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereTheForwardCanUseIt) {
+// The forward's and dq's spaces offer a producer warpgroup where the kernels can use it (16-bit
+// inputs), with two stages and whole warpgroups only; a stored result that asks for one is what its
+// calls run, and they compute right.
+TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
   auto offers = [](const ad::AttentionTuningSpec& spec, ad::TunedKernel kernel) {
     std::vector<std::string> names = ad::attention_tunable(spec, kernel).space.constants();
     return std::find(names.begin(), names.end(), "warp_specialize") != names.end();
   };
   EXPECT_TRUE(offers({DType::bf16, 64, false}, ad::TunedKernel::forward));
-  EXPECT_FALSE(offers({DType::bf16, 64, true}, ad::TunedKernel::forward));
+  EXPECT_TRUE(offers({DType::bf16, 64, true}, ad::TunedKernel::forward));
   EXPECT_FALSE(offers({DType::f32, 64, false}, ad::TunedKernel::forward));
   EXPECT_FALSE(offers({DType::bf16, 64, false}, ad::TunedKernel::dkdv));
-  EXPECT_FALSE(offers({DType::bf16, 64, false}, ad::TunedKernel::dq));
+  EXPECT_TRUE(offers({DType::bf16, 64, true}, ad::TunedKernel::dq));
+  EXPECT_FALSE(offers({DType::f16, 64, true}, ad::TunedKernel::dkdv));
 
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 64, false};

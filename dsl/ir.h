@@ -163,6 +163,9 @@ class Function {
   // A producer warpgroup feeds the first qualifying pipelined loop by TMA while the num_warps
   // warps consume (codegen/lowering/loop_pipeline.h); sm_90+ only.
   bool warp_specialize = false;
+  // With a producer warpgroup and two consumer warpgroups: the consumers take turns issuing
+  // their products in that loop (codegen/lowering/warp_specialized_pipeline.cpp).
+  bool pingpong = false;
   // The thread-block cluster the kernel is launched in (CTAs per cluster along x, y, z; the
   // constants cluster_x / cluster_y / cluster_z). {1, 1, 1}: no cluster. sm_90+ only.
   std::array<int, 3> cluster{1, 1, 1};

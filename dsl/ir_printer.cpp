@@ -38,6 +38,7 @@ class Printer {
     out_ = fmt::format("kernel @{}({}) num_warps({}) num_stages({})", fn.name, fmt::join(params, ", "),
                        fn.num_warps, fn.num_stages);
     if (fn.warp_specialize) out_ += " warp_specialize";
+    if (fn.pingpong) out_ += " pingpong";
     if (fn.cluster_ctas() > 1) out_ += fmt::format(" cluster({}, {}, {})", fn.cluster[0], fn.cluster[1], fn.cluster[2]);
     if (!consts.empty()) out_ += fmt::format(" constants {{{}}}", fmt::join(consts, ", "));
     out_ += " {\n";

@@ -1,5 +1,7 @@
 #include "dsl/kernel.h"
 
+#include <utility>
+
 #include "dsl/trace.h"
 #include "dsl/verifier.h"
 
@@ -79,10 +81,11 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
   if (nw < 1 || nw > 32 || (nw & (nw - 1)))
     fail("kernel {}: num_warps must be a power of two in [1, 32], got {}", name_, nw);
   if (fn->num_stages < 1) fail("kernel {}: num_stages must be >= 1, got {}", name_, fn->num_stages);
-  if (constants.has("warp_specialize")) {
-    int64_t ws = constants["warp_specialize"];
-    if (ws != 0 && ws != 1) fail("kernel {}: warp_specialize must be 0 or 1, got {}", name_, ws);
-    fn->warp_specialize = ws == 1;
+  for (auto [name, flag] : {std::pair{"warp_specialize", &fn->warp_specialize}, std::pair{"pingpong", &fn->pingpong}}) {
+    if (!constants.has(name)) continue;
+    int64_t value = constants[name];
+    if (value != 0 && value != 1) fail("kernel {}: {} must be 0 or 1, got {}", name_, name, value);
+    *flag = value == 1;
   }
   for (int axis = 0; axis < 3; ++axis) {
     std::string name = std::string("cluster_") + "xyz"[axis];

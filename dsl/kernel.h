@@ -50,8 +50,8 @@ struct ConstantDecl {
 };
 
 // The compile-time constants a kernel is traced with. num_warps (default 4) and num_stages
-// (default 1) are constants too; the code generator reads them, and warp_specialize (0 or 1)
-// where a kernel declares it.
+// (default 1) are constants too; the code generator reads them, and warp_specialize and
+// pingpong (0 or 1) where a kernel declares them.
 class Constants {
  public:
   std::vector<std::pair<std::string, int64_t>> values;

@@ -214,6 +214,7 @@ LoopPipeline::LoopPipeline(Lowering& L, const ir::Op& loop, const ir::Op* outer,
     for (const Staged& s : staged_)
       if (int axis = multicast_axis(s); axis >= 0) multicast_axes_.insert(axis);
   multicast_ = !multicast_axes_.empty();
+  product_turn_ = plan_product_turn();
 }
 
 int LoopPipeline::multicast_axis(const Staged& s) const {
@@ -308,6 +309,10 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
 
 llvm::Value* LoopPipeline::enter(llvm::Value* lb) {
   lb_ = lb;
+  if (product_turn_) {
+    L_.emit_if(second_warpgroup(), "turn.first", [&] { L_.pass_turn(); });
+    L_.product_turn = product_turn_;
+  }
   return outer_ ? L_.b.CreateLoad(L_.b.getInt32Ty(), position_variable_, "ring.position.entry") : L_.const_i32(0);
 }
 
@@ -354,6 +359,10 @@ llvm::Value* LoopPipeline::next_position(llvm::Value* position) {
 }
 
 void LoopPipeline::leave(llvm::Value* position, llvm::Value* ub, llvm::Value* step) {
+  if (product_turn_) {
+    L_.product_turn.reset();
+    L_.emit_if(L_.b.CreateNot(second_warpgroup()), "turn.last", [&] { L_.wait_for_turn(); });
+  }
   if (dot_in_flight_) {
     const ir::Value* result = loop_.results[carried_index_];
     Regs regs = L_.home(result);

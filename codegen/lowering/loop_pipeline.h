@@ -46,6 +46,14 @@
 // flight) and waits for its own slot's copies. From the split on, barriers count the
 // consumer threads only (Lowering::producer_warps).
 //
+// Pingpong (the function's pingpong, with two consumer warpgroups): the warpgroups take turns
+// to issue their products, so that one's run on the tensor cores while the other computes (an
+// attention forward's softmax). In each iteration a warpgroup waits for its turn before its
+// first top-level dot and hands the turn over after its last (named barriers, Lowering::
+// wait_for_turn); before the loop the second warpgroup hands the first its first turn, and
+// after it the first takes the second's last hand-over, so that every barrier completes as
+// often as it is waited at.
+//
 // The producer may also run across the iterations of a loop around the pipelined one (a
 // persistent kernel's loop over output tiles): when that outer loop is the first at the top
 // of the function and carries no values, the pipelined loop is the first loop in its body,
@@ -138,6 +146,10 @@ class LoopPipeline {
   // iterations of `outer` when given.
   static bool can_specialize(const Lowering& L, const ir::Op& loop, const ir::Op* outer,
                              const std::vector<Staged>& staged);
+  // The body's first and last top-level dots, where the consumer warpgroups take turns
+  // (pingpong, above); nullopt when they do not.
+  std::optional<Lowering::ProductTurn> plan_product_turn() const;
+  llvm::Value* second_warpgroup();  // i1: the calling consumer warp is in the second warpgroup
   // The loop in `outer`'s body a producer could run across `outer`'s iterations (the first),
   // or null.
   static const ir::Op* inner_loop_to_span(const ir::Op& outer);
@@ -209,6 +221,8 @@ class LoopPipeline {
   int64_t saved_scratch_offset_ = 0;
   bool uses_tma_ = false, uses_cp_async_ = false;
   bool specialized_ = false;
+  // The consumer warpgroups take turns issuing the body's products (pingpong, above).
+  std::optional<Lowering::ProductTurn> product_turn_;
   // The producers copy blocks the cluster's CTAs share once for all of them: consumers
   // release slots to every CTA that shares a block with theirs, and the cluster synchronizes
   // after the mbarriers are initialized and before they are invalidated.

@@ -278,6 +278,25 @@ void Lowering::barrier() {
                  {b.getInt32(kConsumerBarrier), const_i32(32 * fn.num_warps)});
 }
 
+namespace {
+constexpr int kTurnBarriers = 2;     // warpgroup w waits for its turn on barrier 2 + w
+constexpr int kWarpgroupThreads = 128;
+}  // namespace
+
+// Each turn barrier completes with the 128 threads of the warpgroup that waits there and the
+// 128 of the other one, which arrive when they hand the turn over.
+void Lowering::wait_for_turn() {
+  llvm::Value* warpgroup = b.CreateUDiv(warp_id(), const_i32(kWarpgroupThreads / 32));
+  call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
+                 {b.CreateAdd(warpgroup, const_i32(kTurnBarriers)), const_i32(2 * kWarpgroupThreads)});
+}
+
+void Lowering::pass_turn() {
+  llvm::Value* warpgroup = b.CreateUDiv(warp_id(), const_i32(kWarpgroupThreads / 32));
+  call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_arrive_aligned_count, {},
+                 {b.CreateSub(const_i32(kTurnBarriers + 1), warpgroup), const_i32(2 * kWarpgroupThreads)});
+}
+
 llvm::Value* Lowering::call_intrinsic(unsigned id, llvm::ArrayRef<llvm::Type*> types,
                                       llvm::ArrayRef<llvm::Value*> args) {
   llvm::Function* f = llvm::Intrinsic::getOrInsertDeclaration(module_.get(), id, types);
@@ -299,7 +318,9 @@ void Lowering::lower_block(const ir::Block& block) {
     // wait for must have been committed before it.
     if (op->kind == ir::OpKind::for_loop || op->kind == ir::OpKind::if_else) complete_all_wgmma();
     complete_wgmma_read_by(*op);
+    if (product_turn && op.get() == product_turn->first) wait_for_turn();
     lower_op(*op);
+    if (product_turn && op.get() == product_turn->last) pass_turn();
   }
   complete_all_wgmma();
 }

@@ -142,6 +142,18 @@ class Lowering {
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
   // bar.sync for the CTA; after a warp-specialized loop's split, for its consumer warps.
   void barrier();
+  // Two consumer warpgroups taking turns to issue their products (the function's pingpong,
+  // codegen/lowering/loop_pipeline.h): the calling warpgroup waits for its turn, or hands the
+  // turn to the other one (named barriers 2 and 3, one per warpgroup).
+  void wait_for_turn();
+  void pass_turn();
+  // Set while such a loop's body is lowered: its first and last top-level dots, the first
+  // lowered in the warpgroup's turn, which the last one passes on.
+  struct ProductTurn {
+    const ir::Op* first;
+    const ir::Op* last;
+  };
+  std::optional<ProductTurn> product_turn;
   // Warps of the producer warpgroup a warp-specialized loop pipeline added (numbered after the
   // num_warps warps; codegen/lowering/loop_pipeline.h); 0 before its split.
   int producer_warps = 0;

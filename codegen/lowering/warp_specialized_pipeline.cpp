@@ -99,6 +99,21 @@ bool LoopPipeline::can_specialize(const Lowering& L, const ir::Op& loop, const i
   return first_after_harmless(fn.body) == (outer ? outer : &loop);
 }
 
+std::optional<Lowering::ProductTurn> LoopPipeline::plan_product_turn() const {
+  if (!specialized_ || !L_.fn.pingpong || L_.fn.num_warps != 2 * kWarpgroupWarps) return std::nullopt;
+  std::optional<Lowering::ProductTurn> turn;
+  for (const auto& op : loop_.region(0).ops) {
+    if (op->kind != K::dot) continue;
+    if (!turn) turn = Lowering::ProductTurn{op.get(), op.get()};
+    turn->last = op.get();
+  }
+  return turn;
+}
+
+llvm::Value* LoopPipeline::second_warpgroup() {
+  return L_.b.CreateICmpUGE(L_.warp_id(), L_.const_i32(kWarpgroupWarps));
+}
+
 const ir::Op* LoopPipeline::inner_loop_to_span(const ir::Op& outer) {
   // The producer runs the outer loop's iterations without its carried values.
   if (outer.operands.size() != 3) return nullptr;

@@ -54,7 +54,8 @@ std::vector<std::pair<std::string, int64_t>> KernelConfig::constants(int64_t hea
           {"num_warps", num_warps},
           {"num_stages", num_stages},
           {"OVERLAP", overlap ? 1 : 0},
-          {"warp_specialize", warp_specialize ? 1 : 0}};
+          {"warp_specialize", warp_specialize ? 1 : 0},
+          {"pingpong", pingpong ? 1 : 0}};
 }
 
 int64_t padded_head_dim(int64_t head_dim) {

@@ -35,6 +35,10 @@ struct KernelConfig {
   // (with block skipping, the loop over the blocks the rows can keep). dk / dv, whose loop runs
   // inside one over the heads of a group, runs as without it.
   bool warp_specialize = false;
+  // With a producer and two consumer warpgroups (8 warps), whether the consumers take turns
+  // issuing their products (pingpong, codegen/lowering/loop_pipeline.h): with OVERLAP, one
+  // warpgroup's products run while the other's softmax does.
+  bool pingpong = false;
   // HEAD_CHUNK for head dim `head_dim`: no wider than the padded head dim.
   int64_t head_chunk_for(int64_t head_dim) const;
   // The kernel constants for head dim `head_dim`.

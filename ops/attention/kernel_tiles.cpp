@@ -206,7 +206,7 @@ Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }
 Kernel define_attention_kernel(std::string name, DType dtype, std::vector<ir::Param> params, AttentionBody body) {
   return define_op_kernel(std::move(name), params,
                           {{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"HEAD_DIM", 64}, {"HEAD_CHUNK", 64}, {"OVERLAP", 0},
-                           {"warp_specialize", 0}},
+                           {"warp_specialize", 0}, {"pingpong", 0}},
                           [dtype, params, body](const Constants& c, std::span<const Tile> tiles) {
                             NamedTiles in(params, tiles);
                             AttentionTiles a(in, c, dtype);

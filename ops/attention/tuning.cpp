@@ -49,9 +49,17 @@ bool offers_producer(TunedKernel kernel, const AttentionTuningSpec& spec) {
   return kernel != TunedKernel::dkdv && spec.dtype != DType::f32;
 }
 
+// Whether it also offers pingpong: for the forward, whose OVERLAP issues both products before
+// the softmax, so that a warpgroup's turn covers the issue alone (in dq it would cover the
+// softmax's gradient too).
+bool offers_pingpong(TunedKernel kernel, const AttentionTuningSpec& spec) {
+  return kernel == TunedKernel::forward && offers_producer(kernel, spec);
+}
+
 // Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two
 // pipeline stages (16-bit inputs), products overlapped or not (with two stages), a producer
-// warpgroup or not (where offered, with two stages and whole warpgroups); at most 224
+// warpgroup or not (where offered, with two stages and whole warpgroups), and for the forward
+// consumer warpgroups that take turns or not; at most 224
 // live values per thread. Where the bound comes from: with mma.sync (sm_80) about 128 fit in
 // registers, and the cost model charges the spills of more; wgmma (sm_90a) reads its operands
 // from shared memory, and ptxas assembles its defaults (config.cpp) without spills up to 216
@@ -72,6 +80,14 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
     space.require("warp_specialize with two stages and num_warps a multiple of 4 (wgmma's warpgroups)",
                   [](const Config& c, const ProblemShape&) {
                     return c["warp_specialize"] == 0 || (c["num_stages"] == 2 && c["num_warps"] % 4 == 0);
+                  });
+  }
+  if (offers_pingpong(kernel, spec)) {
+    space.add("pingpong", {0, 1});
+    space.require("pingpong with warp_specialize, OVERLAP and two consumer warpgroups (num_warps 8)",
+                  [](const Config& c, const ProblemShape&) {
+                    return c["pingpong"] == 0 ||
+                           (c["warp_specialize"] == 1 && c["OVERLAP"] == 1 && c["num_warps"] == 8);
                   });
   }
   const int64_t padded = padded_head_dim(spec.head_dim);
@@ -114,6 +130,7 @@ Config tuned_values(TunedKernel kernel, const AttentionTuningSpec& spec, const K
                  {"num_stages", c.num_stages},
                  {"OVERLAP", c.overlap ? 1 : 0}}};
   if (offers_producer(kernel, spec)) values.values.emplace_back("warp_specialize", c.warp_specialize ? 1 : 0);
+  if (offers_pingpong(kernel, spec)) values.values.emplace_back("pingpong", c.pingpong ? 1 : 0);
   return values;
 }
 
@@ -216,6 +233,7 @@ KernelConfig kernel_config_of(const Config& config) {
   c.num_stages = int(config["num_stages"]);
   c.overlap = config["OVERLAP"] != 0;
   c.warp_specialize = config.has("warp_specialize") && config["warp_specialize"] != 0;
+  c.pingpong = config.has("pingpong") && config["pingpong"] != 0;
   return c;
 }
 

@@ -43,7 +43,7 @@ enum class TunedKernel { forward, dkdv, dq };
 
 // The tunable kernel for `spec`, made once per spec and kernel for the process; its dims are
 // BN, G, T and S; its constants BLOCK_M, BLOCK_N, num_warps, HEAD_CHUNK, num_stages, OVERLAP
-// and, for the forward and dq with 16-bit inputs, warp_specialize.
+// and, for the forward and dq with 16-bit inputs, warp_specialize (the forward's also pingpong).
 const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec,
                                                  TunedKernel kernel = TunedKernel::forward);
 

@@ -52,32 +52,42 @@ uint32_t warpid() { return static_cast<uint32_t>(tid() / 32); }
 uint32_t nwarpid() { return static_cast<uint32_t>((cta().launch->num_threads + 31) / 32); }
 uint32_t warpsize() { return 32; }
 
+// The calling thread's arrival at named barrier `id` for a count of `count` (`instruction`
+// names it in errors); true when it completed the barrier, which releases its waiting threads.
+bool arrive_at_barrier(const char* instruction, uint32_t id, uint32_t count) {
+  Cta& c = cta();
+  if (id >= kNamedBarriers)
+    abort_thread(fmt::format("{} {}: barriers are numbered 0 to {}", instruction, id, kNamedBarriers - 1));
+  if (count == 0 || count % 32 != 0 || count > c.threads.size())
+    abort_thread(fmt::format("{} {}, {}: the count must be a multiple of 32 in [32, {}] (the CTA's threads)",
+                             instruction, id, count, c.threads.size()));
+  NamedBarrier& bar = c.barriers[id];
+  if (bar.arrived == 0) bar.expected = static_cast<int>(count);
+  if (bar.expected != static_cast<int>(count))
+    abort_thread(fmt::format("{} {}, {}: {} threads already arrived there for a count of {}", instruction, id, count,
+                             bar.arrived, bar.expected));
+  if (++bar.arrived < bar.expected) return false;
+  bar.arrived = 0;
+  ++c.epoch;
+  for (Thread& t : c.threads)
+    if (t.state == ThreadState::at_barrier && t.barrier_id == id) t.state = ThreadState::runnable;
+  return true;
+}
+
 // bar.sync `id`, `count`: the last of `count` threads to arrive at named barrier `id`
 // releases the others. Every thread that uses the barrier at the same time must name the
 // same count, a multiple of the warp size.
 void barrier_count(uint32_t id, uint32_t count) {
-  Cta& c = cta();
+  if (arrive_at_barrier("bar.sync", id, count)) return;
   Thread& self = *current().thread;
-  if (id >= kNamedBarriers) abort_thread(fmt::format("bar.sync {}: barriers are numbered 0 to {}", id, kNamedBarriers - 1));
-  if (count == 0 || count % 32 != 0 || count > c.threads.size())
-    abort_thread(fmt::format("bar.sync {}, {}: the count must be a multiple of 32 in [32, {}] (the CTA's threads)", id,
-                             count, c.threads.size()));
-  NamedBarrier& bar = c.barriers[id];
-  if (bar.arrived == 0) bar.expected = static_cast<int>(count);
-  if (bar.expected != static_cast<int>(count))
-    abort_thread(fmt::format("bar.sync {}, {}: {} threads already wait there for a count of {}", id, count,
-                             bar.arrived, bar.expected));
-  if (++bar.arrived == bar.expected) {
-    bar.arrived = 0;
-    ++c.epoch;
-    for (Thread& t : c.threads)
-      if (t.state == ThreadState::at_barrier && t.barrier_id == id) t.state = ThreadState::runnable;
-    return;
-  }
   self.barrier_id = id;
   self.state = ThreadState::at_barrier;
   while (self.state == ThreadState::at_barrier) yield_to_scheduler();
 }
+
+// bar.arrive `id`, `count`: an arrival that counts towards the barrier's `count` without
+// waiting for it (a producer's signal to threads that bar.sync there).
+void barrier_arrive_count(uint32_t id, uint32_t count) { arrive_at_barrier("bar.arrive", id, count); }
 
 // barrier.cluster.arrive (release; .relaxed without, the same here, where every access is
 // seen at once): the thread's arrival on the cluster barrier's current phase, which completes
@@ -281,6 +291,8 @@ void add_thread_symbols(codegen::HostSymbols& out) {
   add("llvm.nvvm.fence.mbarrier_init.release.cluster", address(fence_mbarrier_init));
   add("llvm.nvvm.barrier.cta.sync.aligned.count", address(barrier_count));
   add("llvm.nvvm.barrier.cta.sync.count", address(barrier_count));
+  add("llvm.nvvm.barrier.cta.arrive.aligned.count", address(barrier_arrive_count));
+  add("llvm.nvvm.barrier.cta.arrive.count", address(barrier_arrive_count));
   add("llvm.nvvm.setmaxnreg.inc.sync.aligned.u32", address(set_max_registers));
   add("llvm.nvvm.setmaxnreg.dec.sync.aligned.u32", address(set_max_registers));
   add("llvm.nvvm.shfl.sync.idx.i32", address(shuffle<ShuffleMode::idx>));

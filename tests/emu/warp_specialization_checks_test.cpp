@@ -1,8 +1,9 @@
 // The emulator's operations for warp-specialized kernels on hand-written kernels (LLVM IR):
-// named barriers that count part of the CTA (bar.sync id, count), plain mbarrier arrivals
-// that complete a phase another thread waits for, and setmaxnreg; each rule it enforces
-// planted broken on purpose: counts that differ at one barrier, a barrier its count of
-// threads never reaches, a register count setmaxnreg does not take.
+// named barriers that count part of the CTA (bar.sync id, count) and arrivals that do not
+// wait there (bar.arrive), plain mbarrier arrivals that complete a phase another thread waits
+// for, and setmaxnreg; each rule it enforces planted broken on purpose: counts that differ at
+// one barrier, a barrier its count of threads never reaches, a register count setmaxnreg does
+// not take.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@ constexpr int kThreads = 128;
 const char* kDeclarations = R"(
 declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)
+declare void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32, i32)
 declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)
 declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32)
 declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3))
@@ -91,7 +93,7 @@ TEST(WarpSpecializationChecks, ANamedBarrierWaitsForTheThreadsItCounts) {
 
 TEST(WarpSpecializationChecks, ThreadsAtOneBarrierMustNameOneCount) {
   EXPECT_THAT(error_of([] { run(two_warps_at_barrier_1(96)); }),
-              HasSubstr("bar.sync 1, 96: 32 threads already wait there for a count of 64"));
+              HasSubstr("bar.sync 1, 96: 32 threads already arrived there for a count of 64"));
 }
 
 TEST(WarpSpecializationChecks, ABarrierItsCountNeverReachesIsReported) {
@@ -105,6 +107,49 @@ TEST(WarpSpecializationChecks, ABarrierCountIsWholeWarpsOfTheCta) {
               HasSubstr("bar.sync 1, 48: the count must be a multiple of 32 in [32, 128]"));
   EXPECT_THAT(error_of([] { run("  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 16, i32 128)\n  ret void\n"); }),
               HasSubstr("bar.sync 16: barriers are numbered 0 to 15"));
+}
+
+// bar.arrive: each thread of warp 1 writes its id to a halfword of shared memory and arrives
+// at barrier 2 (64 threads) without waiting; thread t of warp 0 waits there and reads halfword
+// t, written by thread t + 32. Warp 1 stores 5 after its arrival: alone (warp 0 leaving at once), it still
+// goes on.
+std::string warp_1_arrives_at_barrier_2(bool warp_0_waits) {
+  return R"(
+  %warp = lshr i32 %t, 5
+  switch i32 %warp, label %leave [ i32 0, label %first_warp
+                                   i32 1, label %signal ]
+signal:
+  %slot = sub i32 %t, 32
+  %mine = getelementptr i16, ptr addrspace(3) @smem, i32 %slot
+  %id = trunc i32 %t to i16
+  store i16 %id, ptr addrspace(3) %mine
+  call void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32 2, i32 64)
+  store i32 5, ptr addrspace(1) %word
+  ret void
+first_warp:
+  )" + std::string(warp_0_waits ? "br label %wait" : "ret void") + R"(
+wait:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 2, i32 64)
+  %theirs = getelementptr i16, ptr addrspace(3) @smem, i32 %t
+  %half = load i16, ptr addrspace(3) %theirs
+  %v = zext i16 %half to i32
+  store i32 %v, ptr addrspace(1) %word
+  ret void
+leave:
+  ret void
+)";
+}
+
+TEST(WarpSpecializationChecks, AnArrivalCountsTowardsABarrierWithoutWaiting) {
+  for (bool warp_0_waits : {true, false}) {
+    std::vector<int32_t> out = run(warp_1_arrives_at_barrier_2(warp_0_waits));
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_EQ(out[static_cast<size_t>(t)], t < 32 ? (warp_0_waits ? t + 32 : -1) : t < 64 ? 5 : -1)
+          << "thread " << t << (warp_0_waits ? "" : ", warp 0 gone");
+  }
+  const std::string uneven = "  call void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32 2, i32 48)\n  ret void\n";
+  EXPECT_THAT(error_of([&] { run(uneven); }),
+              HasSubstr("bar.arrive 2, 48: the count must be a multiple of 32 in [32, 128]"));
 }
 
 // Thread 0 initializes an mbarrier for two arrivals; threads 1 and 2 arrive, thread 3 waits

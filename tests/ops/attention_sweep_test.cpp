@@ -132,10 +132,11 @@ TEST(AttentionSweep, DefaultConfigsAssembleWithoutSpills) {
       }
 }
 
-// The forward's and dq's sm_90a configs with a producer warpgroup (warp_specialize): at head
-// dims 64 and 128, without options, causal (the forward then runs two loops), and with bias
-// and mask, the consumers' code fits the registers setmaxnreg hands them without spills. (At
-// 256 a few values that live across the split spill.)
+// The forward's and dq's sm_90a configs with a producer warpgroup (warp_specialize), the
+// forward's two consumer warpgroups taking turns (pingpong): at head dims 64 and 128, without
+// options, causal (the forward then runs two loops), and with bias and mask, the consumers'
+// code fits the registers setmaxnreg hands them without spills, and ptxas keeps the products
+// running through the softmax. (At 256 a few values that live across the split spill.)
 TEST(AttentionSweep, ProducerWarpgroupKernelsAssembleWithoutSpills) {
   if (!tilejit::codegen::find_ptxas()) GTEST_SKIP() << "ptxas is not installed";
   for (int64_t h : {64, 128})
@@ -150,10 +151,13 @@ TEST(AttentionSweep, ProducerWarpgroupKernelsAssembleWithoutSpills) {
         SCOPED_TRACE(name + " H=" + std::to_string(h) + " " + describe(c));
         KernelConfig specialized = config;
         specialized.warp_specialize = true;
+        specialized.pingpong = name == "forward";
+        ASSERT_TRUE(!specialized.pingpong || (config.num_warps == 8 && config.overlap));
         auto fn = kernel.trace(kernel.constants(specialized.constants(h)), facts_of(kernel, args));
         tilejit::codegen::CompiledKernel k =
             tilejit::codegen::compile_to_ptx(*fn, tilejit::codegen::find_target("sm_90a"));
         EXPECT_NE(k.ptx.find("setmaxnreg.inc"), std::string::npos);
+        EXPECT_EQ(k.ptx.find("bar.arrive") != std::string::npos, specialized.pingpong);
         tilejit::codegen::expect_ptxas_accepts(k, true);
       }
     }

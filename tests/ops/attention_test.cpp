@@ -195,6 +195,31 @@ TEST(Attention, ForwardWarpSpecialized) {
   }
 }
 
+// pingpong (config.h): the forward's two consumer warpgroups take turns issuing their products
+// (named barriers 2 and 3, bar.arrive to hand the turn over), without and with block skipping
+// (both loops: logits pushed down to masked_logit by a bias); a turn that is never handed over
+// would leave a warpgroup waiting forever, which the emulator reports.
+TEST(Attention, ForwardPingpong) {
+  for (bool skipping : {false, true}) {
+    AttentionCase c;
+    c.device = "emu:sm_90a";
+    c.B = 2, c.T = 45, c.S = 150, c.N = 4, c.K = 2, c.H = 64;
+    c.backward = false;
+    if (skipping) {
+      c.dtype = DType::f16, c.causal = true, c.kv_lens = {150, 31};
+      c.bias_shape = {1, 1, 1, 1}, c.bias_value = -45851.0L, c.logit_range = 0.5;
+    } else {
+      c.bias_shape = {2, 1, 45, 150}, c.mask_shape = {1, 4, 45, 150};
+    }
+    KernelConfig queries{128, 32, 8, 64, 2, true, true, true};
+    c.configs = AttentionConfigs{queries, queries, queries, queries};
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+    ASSERT_EQ(ptx.size(), 1u) << describe(c);
+    EXPECT_NE(ptx[0].find("setmaxnreg.inc"), std::string::npos) << describe(c);
+    EXPECT_NE(ptx[0].find("bar.arrive"), std::string::npos) << describe(c);
+  }
+}
+
 // dq streams its key and value blocks in one loop at its top (the key range its rows can
 // keep, with block skipping): with warp_specialize a producer warpgroup copies them on sm_90a,
 // with and without OVERLAP, block skipping, bias and mask.

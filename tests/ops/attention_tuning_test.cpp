@@ -95,7 +95,7 @@ TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 32, true};
   const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2},
-                           {"OVERLAP", 1}, {"warp_specialize", 0}}};
+                           {"OVERLAP", 1}, {"warp_specialize", 0}, {"pingpong", 0}}};
   const ad::KernelConfig heuristic = ad::choose_configs(DType::f16, 32, device.info()).forward;
   ASSERT_NE(constants(ad::kernel_config_of(stored), 32), constants(heuristic, 32));
   const at::ProblemShape tuned{{{"BN", 4}, {"G", 1}, {"T", 64}, {"S", 64}}};
@@ -165,7 +165,7 @@ TEST(AttentionTuning, GroupsAreTunedAsTheyRunAndKeptApart) {
     tuned_through_runner(ad::attention_tunable(spec, kernel), grouped, 2, 5);
   const at::ProblemShape other{{{"BN", 4}, {"G", 2}, {"T", 64}, {"S", 64}}};
   const at::Config stored{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 2},
-                           {"OVERLAP", 1}, {"warp_specialize", 0}}};
+                           {"OVERLAP", 1}, {"warp_specialize", 0}, {"pingpong", 0}}};
   const at::TunableKernel& forward = ad::attention_tunable(spec);
   at::TuningDatabase::global().offer_best(at::TuningKey::of(forward, other, device.info()), {stored, 1e-6, other, 0, {}});
   AttentionCase c = forward_case(DType::bf16, 4, 50, 60, 32, false);
@@ -274,40 +274,48 @@ TEST(AttentionTuning, TheSampledCheckRejectsAWrongOutput) {
 }
 
 // The forward's and dq's spaces offer a producer warpgroup where the kernels can use it (16-bit
-// inputs), with two stages and whole warpgroups only; a stored result that asks for one is what its
-// calls run, and they compute right.
+// inputs), with two stages and whole warpgroups only, and the forward's consumer warpgroups
+// that take turns (pingpong) with a producer, OVERLAP and two warpgroups only; a stored result
+// that asks for both is what its calls run, and they compute right.
 TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
-  auto offers = [](const ad::AttentionTuningSpec& spec, ad::TunedKernel kernel) {
+  auto offers = [](const ad::AttentionTuningSpec& spec, ad::TunedKernel kernel, const char* constant) {
     std::vector<std::string> names = ad::attention_tunable(spec, kernel).space.constants();
-    return std::find(names.begin(), names.end(), "warp_specialize") != names.end();
+    return std::find(names.begin(), names.end(), constant) != names.end();
   };
-  EXPECT_TRUE(offers({DType::bf16, 64, false}, ad::TunedKernel::forward));
-  EXPECT_TRUE(offers({DType::bf16, 64, true}, ad::TunedKernel::forward));
-  EXPECT_FALSE(offers({DType::f32, 64, false}, ad::TunedKernel::forward));
-  EXPECT_FALSE(offers({DType::bf16, 64, false}, ad::TunedKernel::dkdv));
-  EXPECT_TRUE(offers({DType::bf16, 64, true}, ad::TunedKernel::dq));
-  EXPECT_FALSE(offers({DType::f16, 64, true}, ad::TunedKernel::dkdv));
+  for (const char* constant : {"warp_specialize", "pingpong"}) {
+    EXPECT_TRUE(offers({DType::bf16, 64, false}, ad::TunedKernel::forward, constant));
+    EXPECT_TRUE(offers({DType::bf16, 64, true}, ad::TunedKernel::forward, constant));
+    EXPECT_FALSE(offers({DType::f32, 64, false}, ad::TunedKernel::forward, constant));
+    EXPECT_FALSE(offers({DType::f16, 64, true}, ad::TunedKernel::dkdv, constant));
+  }
+  EXPECT_TRUE(offers({DType::bf16, 64, true}, ad::TunedKernel::dq, "warp_specialize"));
+  EXPECT_FALSE(offers({DType::bf16, 64, true}, ad::TunedKernel::dq, "pingpong"));
 
   Device& device = Device::by_name(kDevice);
   const ad::AttentionTuningSpec spec{DType::f16, 64, false};
   const at::TunableKernel& op = ad::attention_tunable(spec);
   const at::ProblemShape shape{{{"BN", 8}, {"G", 1}, {"T", 32}, {"S", 64}}};
-  auto config = [](int64_t warps, int64_t stages, int64_t overlap) {
-    return at::Config{{{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"num_warps", warps}, {"HEAD_CHUNK", 64},
-                       {"num_stages", stages}, {"OVERLAP", overlap}, {"warp_specialize", 1}}};
+  auto config = [](int64_t warps, int64_t stages, int64_t overlap, int64_t producer, int64_t pingpong) {
+    return at::Config{{{"BLOCK_M", 128}, {"BLOCK_N", 32}, {"num_warps", warps}, {"HEAD_CHUNK", 64},
+                       {"num_stages", stages}, {"OVERLAP", overlap}, {"warp_specialize", producer},
+                       {"pingpong", pingpong}}};
   };
-  EXPECT_TRUE(op.space.violated(config(4, 1, 0), shape).has_value());
-  EXPECT_TRUE(op.space.violated(config(2, 2, 1), shape).has_value());
-  const at::Config stored = config(4, 2, 1);
+  EXPECT_TRUE(op.space.violated(config(8, 1, 0, 1, 0), shape).has_value());
+  EXPECT_TRUE(op.space.violated(config(2, 2, 1, 1, 0), shape).has_value());
+  EXPECT_TRUE(op.space.violated(config(4, 2, 1, 1, 1), shape).has_value());
+  EXPECT_TRUE(op.space.violated(config(8, 2, 0, 1, 1), shape).has_value());
+  EXPECT_TRUE(op.space.violated(config(8, 2, 1, 0, 1), shape).has_value());
+  const at::Config stored = config(8, 2, 1, 1, 1);
   ASSERT_FALSE(op.space.violated(stored, shape).has_value());
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, shape, device.info()), {stored, 1e-6, shape, 0, {}});
   AttentionCase c = forward_case(DType::f16, 8, 30, 60, 64, false);
   const ad::KernelConfig served = ad::forward_call_config(Call(c, {}).problem, device);
-  EXPECT_TRUE(served.warp_specialize);
+  EXPECT_TRUE(served.warp_specialize && served.pingpong);
   EXPECT_EQ(constants(served, 64), constants(ad::kernel_config_of(stored), 64));
   std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
   ASSERT_EQ(ptx.size(), 1u);
   EXPECT_NE(ptx[0].find("setmaxnreg.inc"), std::string::npos);
+  EXPECT_NE(ptx[0].find("bar.arrive"), std::string::npos);
 }
 
 }  // namespace

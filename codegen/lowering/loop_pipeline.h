@@ -52,7 +52,9 @@
 // first top-level dot and hands the turn over after its last (named barriers, Lowering::
 // wait_for_turn); before the loop the second warpgroup hands the first its first turn, and
 // after it the first takes the second's last hand-over, so that every barrier completes as
-// often as it is waited at.
+// often as it is waited at. Not across an outer loop's iterations (below), and a CTA barrier
+// inside a turn (an operand moved through shared memory, where the warpgroups share rows)
+// is a compile error: the other warpgroup waits for the turn, not at that barrier.
 //
 // The producer may also run across the iterations of a loop around the pipelined one (a
 // persistent kernel's loop over output tiles): when that outer loop is the first at the top

@@ -268,6 +268,11 @@ llvm::Value* Lowering::shared_base() {
 void Lowering::reserve_shared(int64_t bytes) { shared_bytes_ = std::max(shared_bytes_, scratch_offset + bytes); }
 
 void Lowering::barrier() {
+  if (turn_held)
+    fail("kernel {}: pingpong: the consumer warpgroups would meet at a barrier while one of them issues its "
+         "products in its turn (an operand moved through shared memory: a warpgroup that does not own whole rows "
+         "of the products?); run it without pingpong",
+         fn.name);
   if (!producer_warps) {
     call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
     return;
@@ -318,9 +323,15 @@ void Lowering::lower_block(const ir::Block& block) {
     // wait for must have been committed before it.
     if (op->kind == ir::OpKind::for_loop || op->kind == ir::OpKind::if_else) complete_all_wgmma();
     complete_wgmma_read_by(*op);
-    if (product_turn && op.get() == product_turn->first) wait_for_turn();
+    if (product_turn && op.get() == product_turn->first) {
+      wait_for_turn();
+      turn_held = true;
+    }
     lower_op(*op);
-    if (product_turn && op.get() == product_turn->last) pass_turn();
+    if (product_turn && op.get() == product_turn->last) {
+      pass_turn();
+      turn_held = false;
+    }
   }
   complete_all_wgmma();
 }

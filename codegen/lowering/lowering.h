@@ -154,6 +154,9 @@ class Lowering {
     const ir::Op* last;
   };
   std::optional<ProductTurn> product_turn;
+  // Between wait_for_turn and pass_turn: the other consumer warpgroup waits for the turn, so a
+  // barrier of both (barrier()) would never complete.
+  bool turn_held = false;
   // Warps of the producer warpgroup a warp-specialized loop pipeline added (numbered after the
   // num_warps warps; codegen/lowering/loop_pipeline.h); 0 before its split.
   int producer_warps = 0;

@@ -101,6 +101,10 @@ bool LoopPipeline::can_specialize(const Lowering& L, const ir::Op& loop, const i
 
 std::optional<Lowering::ProductTurn> LoopPipeline::plan_product_turn() const {
   if (!specialized_ || !L_.fn.pingpong || L_.fn.num_warps != 2 * kWarpgroupWarps) return std::nullopt;
+  // Across an outer loop's iterations nothing orders the second warpgroup's first hand-over
+  // of one run after the first warpgroup's last wait of the run before: both would count
+  // towards one use of that barrier.
+  if (outer_) return std::nullopt;
   std::optional<Lowering::ProductTurn> turn;
   for (const auto& op : loop_.region(0).ops) {
     if (op->kind != K::dot) continue;

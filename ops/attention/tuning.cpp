@@ -84,10 +84,11 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
   }
   if (offers_pingpong(kernel, spec)) {
     space.add("pingpong", {0, 1});
-    space.require("pingpong with warp_specialize, OVERLAP and two consumer warpgroups (num_warps 8)",
+    // Each warpgroup owns 64 whole rows: inside a turn nothing moves through shared memory.
+    space.require("pingpong with warp_specialize, OVERLAP and two consumer warpgroups of 64 rows each",
                   [](const Config& c, const ProblemShape&) {
-                    return c["pingpong"] == 0 ||
-                           (c["warp_specialize"] == 1 && c["OVERLAP"] == 1 && c["num_warps"] == 8);
+                    return c["pingpong"] == 0 || (c["warp_specialize"] == 1 && c["OVERLAP"] == 1 &&
+                                                  c["num_warps"] == 8 && c["BLOCK_M"] == 128);
                   });
   }
   const int64_t padded = padded_head_dim(spec.head_dim);

@@ -14,6 +14,7 @@
 
 #include "tests/codegen/ptx_text.h"
 #include "tests/codegen/ptxas_check.h"
+#include "tests/error_message.h"
 #include "tests/ops/attention_test_util.h"
 #include "tests/ptx_dump.h"
 
@@ -198,7 +199,9 @@ TEST(Attention, ForwardWarpSpecialized) {
 // pingpong (config.h): the forward's two consumer warpgroups take turns issuing their products
 // (named barriers 2 and 3, bar.arrive to hand the turn over), without and with block skipping
 // (both loops: logits pushed down to masked_logit by a bias); a turn that is never handed over
-// would leave a warpgroup waiting forever, which the emulator reports.
+// would leave a warpgroup waiting forever, which the emulator reports. Two warpgroups that
+// share the rows of 64 queries would meet at a barrier inside a turn (p moves through shared
+// memory for p · v): refused when the kernel is compiled.
 TEST(Attention, ForwardPingpong) {
   for (bool skipping : {false, true}) {
     AttentionCase c;
@@ -218,6 +221,15 @@ TEST(Attention, ForwardPingpong) {
     EXPECT_NE(ptx[0].find("setmaxnreg.inc"), std::string::npos) << describe(c);
     EXPECT_NE(ptx[0].find("bar.arrive"), std::string::npos) << describe(c);
   }
+  AttentionCase c;
+  c.device = "emu:sm_90a";
+  c.B = 1, c.T = 45, c.S = 150, c.N = 2, c.K = 1, c.H = 64;
+  c.backward = false;
+  KernelConfig shared_rows{64, 32, 8, 64, 2, true, true, true};
+  c.configs = AttentionConfigs{shared_rows, shared_rows, shared_rows, shared_rows};
+  EXPECT_NE(tilejit::testing_util::error_of([&] { check_attention_case(c); })
+                .find("pingpong: the consumer warpgroups would meet at a barrier while one of them issues"),
+            std::string::npos);
 }
 
 // dq streams its key and value blocks in one loop at its top (the key range its rows can

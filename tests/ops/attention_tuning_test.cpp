@@ -275,8 +275,8 @@ TEST(AttentionTuning, TheSampledCheckRejectsAWrongOutput) {
 
 // The forward's and dq's spaces offer a producer warpgroup where the kernels can use it (16-bit
 // inputs), with two stages and whole warpgroups only, and the forward's consumer warpgroups
-// that take turns (pingpong) with a producer, OVERLAP and two warpgroups only; a stored result
-// that asks for both is what its calls run, and they compute right.
+// that take turns (pingpong) with a producer, OVERLAP and two warpgroups of 64 rows only; a
+// stored result that asks for both is what its calls run, and they compute right.
 TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
   auto offers = [](const ad::AttentionTuningSpec& spec, ad::TunedKernel kernel, const char* constant) {
     std::vector<std::string> names = ad::attention_tunable(spec, kernel).space.constants();
@@ -295,8 +295,9 @@ TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
   const ad::AttentionTuningSpec spec{DType::f16, 64, false};
   const at::TunableKernel& op = ad::attention_tunable(spec);
   const at::ProblemShape shape{{{"BN", 8}, {"G", 1}, {"T", 32}, {"S", 64}}};
-  auto config = [](int64_t warps, int64_t stages, int64_t overlap, int64_t producer, int64_t pingpong) {
-    return at::Config{{{"BLOCK_M", 128}, {"BLOCK_N", 32}, {"num_warps", warps}, {"HEAD_CHUNK", 64},
+  auto config = [](int64_t warps, int64_t stages, int64_t overlap, int64_t producer, int64_t pingpong,
+                   int64_t rows = 128) {
+    return at::Config{{{"BLOCK_M", rows}, {"BLOCK_N", 32}, {"num_warps", warps}, {"HEAD_CHUNK", 64},
                        {"num_stages", stages}, {"OVERLAP", overlap}, {"warp_specialize", producer},
                        {"pingpong", pingpong}}};
   };
@@ -305,6 +306,7 @@ TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
   EXPECT_TRUE(op.space.violated(config(4, 2, 1, 1, 1), shape).has_value());
   EXPECT_TRUE(op.space.violated(config(8, 2, 0, 1, 1), shape).has_value());
   EXPECT_TRUE(op.space.violated(config(8, 2, 1, 0, 1), shape).has_value());
+  EXPECT_TRUE(op.space.violated(config(8, 2, 1, 1, 1, 64), shape).has_value());
   const at::Config stored = config(8, 2, 1, 1, 1);
   ASSERT_FALSE(op.space.violated(stored, shape).has_value());
   at::TuningDatabase::global().offer_best(at::TuningKey::of(op, shape, device.info()), {stored, 1e-6, shape, 0, {}});

@@ -43,14 +43,22 @@ AxisInfo unknown(const ir::Type& type) {
 
 int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
 
+// What divides x's values along `d` where runs of `run` consecutive elements start (run 1:
+// every element). Inside one of x's longer runs of consecutive values, a start lies a multiple
+// of `run` elements past the run's first value: only what divides that offset too.
+int64_t run_start_divisibility(const AxisInfo& x, const ir::Type& type, int d, int64_t run) {
+  if (x.contiguity[d] <= run) return x.divisibility[d];
+  int64_t unit = type.pointer ? dtype_storage_bytes(type.dtype) : 1;
+  return gcd(x.divisibility[d], run * unit);
+}
+
 }  // namespace
 
 AxisAnalysis::AxisAnalysis(const ir::Function& fn) {
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const ir::Param& p = fn.params[i];
-    int64_t div = 1;
-    if (p.type.pointer) div = p.facts.aligned_16 ? 16 : dtype_storage_bytes(p.type.dtype);
-    else if (p.facts.divisible_by_16) div = 16;
+    int64_t div = p.facts.divisibility;
+    if (p.type.pointer) div = std::max<int64_t>(div, dtype_storage_bytes(p.type.dtype));
     bool one = !p.type.pointer && p.facts.equals_one;
     infos_[fn.body.args[i]] = one ? known_value(p.type, 1) : uniform(p.type, div);
   }
@@ -106,10 +114,15 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       return a;
     }
     case ir::OpKind::expand_dims: {
+      // Along the new dim every element starts a run: what divides every element. Along a dim
+      // without runs of consecutive values, that is its divisibility.
       AxisInfo a = in(0);
+      int64_t every_element = a.divisibility.empty() ? a.scalar_divisibility : 1;
+      for (int d = 0; d < static_cast<int>(a.divisibility.size()); ++d)
+        every_element = std::max(every_element, run_start_divisibility(a, op.operands[0]->type, d, 1));
       int axis = static_cast<int>(op.attr_int("axis"));
       a.contiguity.insert(a.contiguity.begin() + axis, 1);
-      a.divisibility.insert(a.divisibility.begin() + axis, a.divisibility.empty() ? 1 : a.divisibility[0]);
+      a.divisibility.insert(a.divisibility.begin() + axis, every_element);
       a.constancy.insert(a.constancy.begin() + axis, 1);
       return a;
     }
@@ -123,8 +136,10 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       r.scalar_divisibility = gcd(a.scalar_divisibility, b.scalar_divisibility * scale);
       for (int d = 0; d < rank; ++d) {
         int64_t contig_b = op.kind == ir::OpKind::sub ? 1 : b.contiguity[d];
-        r.contiguity.push_back(std::max(gcd(a.contiguity[d], b.constancy[d]), gcd(contig_b, a.constancy[d])));
-        r.divisibility.push_back(gcd(a.divisibility[d], b.divisibility[d] * scale));
+        int64_t run = std::max(gcd(a.contiguity[d], b.constancy[d]), gcd(contig_b, a.constancy[d]));
+        r.contiguity.push_back(run);
+        r.divisibility.push_back(gcd(run_start_divisibility(a, op.operands[0]->type, d, run),
+                                     run_start_divisibility(b, op.operands[1]->type, d, run) * scale));
         r.constancy.push_back(gcd(a.constancy[d], b.constancy[d]));
       }
       return r;
@@ -138,7 +153,9 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       r.scalar_divisibility = std::min(kMaxDivisibility, a.scalar_divisibility * b.scalar_divisibility);
       for (int d = 0; d < rank; ++d) {
         r.contiguity.push_back(1);
-        r.divisibility.push_back(std::min(kMaxDivisibility, a.divisibility[d] * b.divisibility[d]));
+        int64_t every_a = run_start_divisibility(a, op.operands[0]->type, d, 1);
+        int64_t every_b = run_start_divisibility(b, op.operands[1]->type, d, 1);
+        r.divisibility.push_back(std::min(kMaxDivisibility, every_a * every_b));
         r.constancy.push_back(gcd(a.constancy[d], b.constancy[d]));
       }
       return r;
@@ -149,7 +166,9 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       AxisInfo r = elementwise_facts(op);
       if (!is_integer(type.dtype)) return r;
       r.scalar_divisibility = gcd(in(0).scalar_divisibility, in(1).scalar_divisibility);
-      for (int d = 0; d < rank; ++d) r.divisibility[d] = gcd(in(0).divisibility[d], in(1).divisibility[d]);
+      for (int d = 0; d < rank; ++d)
+        r.divisibility[d] = gcd(run_start_divisibility(in(0), op.operands[0]->type, d, r.contiguity[d]),
+                                run_start_divisibility(in(1), op.operands[1]->type, d, r.contiguity[d]));
       return r;
     }
     case ir::OpKind::rem: {
@@ -163,7 +182,8 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
         if (b.constancy[d] != type.shape[d]) continue;
         int64_t run = gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d]));
         r.contiguity[d] = run;
-        r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+        r.divisibility[d] = gcd(run_start_divisibility(a, op.operands[0]->type, d, run),
+                                run_start_divisibility(b, op.operands[1]->type, d, run));
         r.constancy[d] = a.constancy[d];
       }
       return r;

@@ -136,12 +136,18 @@ class Block {
   bool encloses(const Block* inner) const;
 };
 
-// Facts about an argument that the specialization key carries (Triton's rule).
+// The largest divisibility a specialization records: 16 bytes is the widest access.
+inline constexpr int64_t kMaxArgDivisibility = 16;
+
+// Facts about an argument that the specialization key carries. Triton records divisibility
+// by 16 only; the powers of two below it let a row of 40 bf16 (80 bytes) or a K of 1000
+// still move 16 bytes per access, and a K of 1002 four.
 struct ArgFacts {
-  bool equals_one = false;     // integer argument == 1: folded to a constant
-  bool divisible_by_16 = false;  // integer argument % 16 == 0
-  bool aligned_16 = false;     // pointer argument 16-byte aligned
-  Shape block;                 // descriptor argument: its block shape
+  bool equals_one = false;  // integer argument == 1: folded to a constant
+  // The largest power of two up to kMaxArgDivisibility that divides an integer argument, or
+  // that a pointer argument's address is aligned to (in bytes); 1 when nothing is known.
+  int64_t divisibility = 1;
+  Shape block;  // descriptor argument: its block shape
   bool operator==(const ArgFacts&) const = default;
 };
 

@@ -29,8 +29,8 @@ class Printer {
       names_[fn.body.args[i]] = "%" + p.name;
       std::string facts;
       if (p.facts.equals_one) facts += " {equals_one}";
-      if (p.facts.divisible_by_16) facts += " {divisible_by_16}";
-      if (p.facts.aligned_16) facts += " {aligned_16}";
+      if (p.facts.divisibility > 1)
+        facts += fmt::format(" {{{}_{}}}", p.type.pointer ? "aligned" : "divisible_by", p.facts.divisibility);
       params.push_back(fmt::format("%{}: {}{}", p.name, p.type.str(), facts));
     }
     std::vector<std::string> consts;

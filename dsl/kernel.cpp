@@ -60,8 +60,7 @@ std::vector<ir::ArgFacts> Kernel::aligned_facts() const {
   std::vector<ir::ArgFacts> facts;
   for (auto& p : params_) {
     ir::ArgFacts f;
-    f.aligned_16 = p.type.pointer;
-    f.divisible_by_16 = !p.type.pointer && is_integer(p.type.dtype);
+    if (p.type.pointer || is_integer(p.type.dtype)) f.divisibility = ir::kMaxArgDivisibility;
     facts.push_back(f);
   }
   return facts;

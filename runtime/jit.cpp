@@ -1,7 +1,7 @@
 #include "runtime/jit.h"
 
 #include <array>
-#include <bitset>
+#include <bit>
 #include <map>
 #include <mutex>
 
@@ -14,13 +14,23 @@ constexpr size_t kMaxDescriptors = 8;
 // stride, then a size and a stride per outer dim.
 constexpr size_t kMaxParamsPerDescriptor = 5 + 2 * TensorDescriptor::kMaxOuterDims;
 
-// What a launch's arguments specialize the kernel for: two bits per parameter (for a
-// descriptor, its count of outer dims), and the block shape of each descriptor argument.
+// What a launch's arguments specialize the kernel for: a code per parameter (below), and the
+// block shape of each descriptor argument.
 struct SpecializationKey {
-  std::bitset<2 * kMaxParams> bits;
+  std::array<uint8_t, kMaxParams> codes{};
   std::array<int64_t, 2 * kMaxDescriptors> blocks{};
   bool operator==(const SpecializationKey&) const = default;
 };
+
+// A parameter's code: an integer equal to 1, or the log2 of the largest power of two up to
+// ir::kMaxArgDivisibility dividing an integer or a pointer's address; a descriptor's count of
+// outer dims.
+constexpr uint8_t kEqualsOneCode = 0xff;
+constexpr int kMaxDivisibilityLog2 = std::countr_zero(static_cast<uint64_t>(ir::kMaxArgDivisibility));
+
+uint8_t divisibility_code(uint64_t value) {
+  return static_cast<uint8_t>(std::min(std::countr_zero(value), kMaxDivisibilityLog2));
+}
 
 // What one parameter accepts, precomputed from the signature.
 struct ParamCheck {
@@ -125,26 +135,20 @@ struct BoundKernel::State {
     }
   }
 
-  // Two bits per parameter: pointer aligned to 16 bytes; integer == 1, integer % 16 == 0.
-  // The block shape of each descriptor.
   SpecializationKey specialization(std::span<const KernelArg> args) const {
     SpecializationKey key;
     size_t descriptors = 0;
     for (size_t i = 0; i < args.size(); ++i) {
       const KernelArg& a = args[i];
       if (params[i].descriptor) {
-        static_assert(TensorDescriptor::kMaxOuterDims < 4);
-        size_t outer = a.descriptor().outer.size();
-        key.bits[2 * i] = outer & 1;
-        key.bits[2 * i + 1] = outer >> 1 & 1;
+        key.codes[i] = static_cast<uint8_t>(a.descriptor().outer.size());
         key.blocks[2 * descriptors] = a.descriptor().block[0];
         key.blocks[2 * descriptors++ + 1] = a.descriptor().block[1];
       } else if (params[i].pointer) {
-        key.bits[2 * i] = a.bits() % 16 == 0;
+        key.codes[i] = divisibility_code(a.bits());
       } else if (params[i].dtype != DType::f32) {
         int64_t v = integer_value(a);
-        key.bits[2 * i] = v == 1;
-        key.bits[2 * i + 1] = v % 16 == 0;
+        key.codes[i] = v == 1 ? kEqualsOneCode : divisibility_code(static_cast<uint64_t>(v));
       }
     }
     return key;
@@ -154,14 +158,16 @@ struct BoundKernel::State {
     std::vector<ir::ArgFacts> out(params.size());
     size_t descriptors = 0;
     for (size_t i = 0; i < params.size(); ++i) {
-      bool low = key.bits[2 * i], high = key.bits[2 * i + 1];
+      uint8_t code = key.codes[i];
       if (params[i].descriptor) {
-        out[i].block.assign(size_t{low} + 2 * size_t{high}, 1);
+        out[i].block.assign(code, 1);
         out[i].block.insert(out[i].block.end(), {key.blocks[2 * descriptors], key.blocks[2 * descriptors + 1]});
         ++descriptors;
+      } else if (code == kEqualsOneCode) {
+        out[i].equals_one = true;
+      } else if (params[i].pointer || params[i].dtype != DType::f32) {
+        out[i].divisibility = int64_t{1} << code;
       }
-      else if (params[i].pointer) out[i].aligned_16 = low;
-      else out[i].equals_one = low, out[i].divisible_by_16 = high;
     }
     return out;
   }

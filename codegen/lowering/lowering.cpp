@@ -390,7 +390,8 @@ LoweredKernel Lowering::run() {
     arg->setName(p.name);
     if (p.type.pointer) {
       arg->addAttr(llvm::Attribute::NoUndef);
-      if (p.facts.aligned_16) arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+      if (p.facts.divisibility > 1)
+        arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(static_cast<uint64_t>(p.facts.divisibility))));
     }
     if (!p.type.descriptor) continue;
     // The map stays in the parameter space (TMA reads it there), never copied to local memory.

@@ -138,15 +138,14 @@ std::string constants_string(const dsl::Constants& constants) {
 }
 
 // Per parameter: its type (kernels one function traces may take different parameters), its
-// three facts as the bits of a digit, and a descriptor's block, which holds its rank. No facts
+// facts (`=1`, `%divisibility`), and a descriptor's block, which holds its rank. No facts
 // means none hold.
 std::string facts_string(const dsl::Kernel& kernel, const std::vector<ir::ArgFacts>& facts) {
   std::string out;
   const std::vector<ir::Param>& params = kernel.params();
   for (size_t i = 0; i < params.size(); ++i) {
     ir::ArgFacts f = i < facts.size() ? facts[i] : ir::ArgFacts{};
-    out += fmt::format("{}:{}{};", params[i].type.str(),
-                       (f.equals_one ? 1 : 0) + (f.divisible_by_16 ? 2 : 0) + (f.aligned_16 ? 4 : 0),
+    out += fmt::format("{}:{}%{}{};", params[i].type.str(), f.equals_one ? "=1" : "", f.divisibility,
                        f.block.empty() ? "" : "/" + ir::shape_str(f.block));
   }
   return out;

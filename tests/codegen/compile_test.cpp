@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "codegen/compiler.h"
+#include "ptx_text.h"
 #include "ptxas_check.h"
 #include "ops/kernels/registry.h"
 
@@ -105,8 +106,39 @@ TEST(Compile, UnitStrideArgumentsGiveVectorAccesses) {
   std::string unit = compile(facts);
   EXPECT_NE(unit.find("ld.global.v4.b32"), std::string::npos) << "col_stride == 1, n % 16 == 0: runs of 4 stay";
   EXPECT_NE(unit.find("st.global.v4.b32"), std::string::npos);
-  facts[2].divisible_by_16 = false;  // c % n may wrap inside any run
+  facts[2].divisibility = 1;  // c % n may wrap inside any run
   EXPECT_EQ(compile(facts).find("ld.global.v4"), std::string::npos);
+}
+
+// Rows of f16 at a row stride known to be a multiple of 16, 8, 4, 2 or 1 elements: each
+// row's 64 elements (128 bytes) are read 16, 16, 8, 4 and 2 bytes at a time.
+TEST(Compile, FinerDivisibilityGivesNarrowerVectors) {
+  Kernel kernel = define_kernel("f16_rows", {"x", "out", "row_stride"}, {{"B", 64}},
+                                [](const Constants& c, Ptr<f16> x, Ptr<f16> out, Scalar<i32> row_stride) {
+                                  Tile r = expand_dims(arange(0, c["B"]), 1), cols = expand_dims(arange(0, c["B"]), 0);
+                                  store(out + r * c["B"] + cols, load(x + r * row_stride + cols));
+                                });
+  struct Case {
+    int64_t pointer_alignment, stride_divisibility;
+    const char* load;
+  };
+  for (const Case& c : {Case{16, 16, "ld.global.v4.b32"}, Case{16, 8, "ld.global.v4.b32"},
+                        Case{16, 4, "ld.global.v2.b32"}, Case{16, 2, "ld.global.b32"}, Case{16, 1, "ld.global.b16"},
+                        Case{8, 16, "ld.global.v2.b32"}, Case{4, 8, "ld.global.b32"}}) {
+    SCOPED_TRACE(fmt::format("x aligned to {} bytes, row_stride % {} == 0", c.pointer_alignment, c.stride_divisibility));
+    std::vector<ir::ArgFacts> facts = kernel.aligned_facts();
+    facts[0].divisibility = c.pointer_alignment;
+    facts[2].divisibility = c.stride_divisibility;
+    CompiledKernel k = compile_to_ptx(*kernel.trace(kernel.constants(), facts), find_target("sm_80"));
+    EXPECT_GT(count(k.ptx, std::string(c.load) + " "), 0u) << k.ptx;
+    for (const char* wider : {"ld.global.v4.b32", "ld.global.v2.b32", "ld.global.b32", "ld.global.b16"}) {
+      if (std::string(wider) == c.load) break;
+      EXPECT_EQ(count(k.ptx, std::string(wider) + " "), 0u) << wider;
+    }
+    EXPECT_GT(count(k.ptx, "st.global.v4.b32 "), 0u) << "the output is aligned and contiguous";
+    EXPECT_EQ(count(k.ptx, "st.global.b16 "), 0u);
+    expect_ptxas_accepts(k, true);
+  }
 }
 
 TEST(Compile, ReductionsUseShufflesAndSharedMemory) {

@@ -241,8 +241,8 @@ std::string header(const ir::Function& fn) {
 TEST(IrPrinter, SpecializationFactsOnParameters) {
   Kernel k = spec_kernel();
   std::vector<ir::ArgFacts> facts(4);
-  facts[0].aligned_16 = true;
-  facts[1].divisible_by_16 = true;
+  facts[0].divisibility = 16;
+  facts[1].divisibility = 16;
   facts[2].equals_one = true;
   auto fn = k.trace(k.constants(), facts);
   EXPECT_EQ(header(*fn),
@@ -257,15 +257,14 @@ TEST(IrPrinter, SpecializationFactsOnParameters) {
   for (auto& p : k.params()) EXPECT_EQ(p.facts, ir::ArgFacts{});
 }
 
-TEST(IrPrinter, SeveralFactsOnOneParameterAndNone) {
+TEST(IrPrinter, FinerDivisibilityAndNone) {
   Kernel k = spec_kernel();
   std::vector<ir::ArgFacts> facts(4);
-  facts[0].aligned_16 = true;
-  facts[0].divisible_by_16 = true;
-  facts[3].divisible_by_16 = true;
+  facts[0].divisibility = 4;
+  facts[3].divisibility = 8;
   auto fn = k.trace(k.constants(), facts);
   EXPECT_EQ(header(*fn),
-            "kernel @spec(%x: ptr<f16> {divisible_by_16} {aligned_16}, %n: i32, %m: i64, %s: i32 {divisible_by_16}) "
+            "kernel @spec(%x: ptr<f16> {aligned_4}, %n: i32, %m: i64, %s: i32 {divisible_by_8}) "
             "num_warps(4) num_stages(1) constants {num_warps = 4, num_stages = 1} {");
 
   // No facts (or all-false facts) print no braces, and give the same text.

@@ -332,6 +332,31 @@ TEST(EmuOps, PointerArithmetic) {
                 download(out), want, exact());
 }
 
+// Rows of a matrix at every row stride and start offset: each specialization (the power of two
+// dividing the stride and aligning the start) gives its own access width, and every access
+// must be aligned (the emulator reports one that is not).
+TEST(EmuOps, RowsAtEveryStrideAndOffset) {
+  TJ_SEEDED_RNG(rng);
+  constexpr int B = 16;
+  static JitKernel k(define_kernel("strided_rows", {"x", "out", "row_stride"}, {{"B", B}},
+                                   [](const Constants& c, Ptr<f16> x, Ptr<f16> out, Scalar<i32> row_stride) {
+                                     Tile rows = expand_dims(arange(0, c["B"]), 1), cols = expand_dims(arange(0, c["B"]), 0);
+                                     store(out + rows * c["B"] + cols, load(x + rows * row_stride + cols));
+                                   }));
+  Host x = random_host(f16, 8 + 48 * B, rng, -4, 4);
+  Tensor x_tensor = upload(x);
+  for (int32_t stride : {16, 17, 18, 20, 24, 40, 48})
+    for (int64_t offset : {0, 1, 2, 4, 8}) {
+      SCOPED_TRACE(fmt::format("row stride {}, offset {}", stride, offset));
+      Tensor out = poisoned(f16, {B * B});
+      bind(k, {{"num_warps", 1}}).launch(stream(), {1}, x_tensor.slice(0, offset, int64_t(x.size()) - offset), out, stride);
+      std::vector<LD> want;
+      for (int r = 0; r < B; ++r)
+        for (int col = 0; col < B; ++col) want.push_back(x.get(size_t(offset + r * stride + col)));
+      expect_values("rows", download(out), want, exact());
+    }
+}
+
 // ============================================================================================
 // load / store with mask and other (every dtype, bit-exact)
 // ============================================================================================

@@ -112,29 +112,39 @@ TEST(Gemm, SplitK) {
 
 TEST(Gemm, StridedViews) {
   TJ_SEEDED_RNG(rng);
-  // A is columns 3.. of a wider matrix; B is a permuted (batch, N, K) tensor read as (K, N).
-  const int64_t m = 33, n = 20, k = 24, batch = 2;
-  Host a_wide = random_host(DType::bf16, size_t(batch * m * (k + 5)), rng, -2, 2);
-  Host b_nk = random_host(DType::bf16, size_t(batch * n * k), rng, -2, 2);
-  Tensor a = upload(a_wide, {batch, m, k + 5}).slice(2, 3, k);
-  Tensor b = upload(b_nk, {batch, n, k}).permute({0, 2, 1});
-  Tensor out = poisoned(DType::f32, {batch, m, n});
-  GemmOptions o;
-  o.out_dtype = DType::f32;
-  tilejit::ops::gemm(a, b, out, o);
-  Host got = download(out);
-  std::vector<LD> want(size_t(batch * m * n)), scale(want.size());
-  for (int64_t z = 0; z < batch; ++z)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        LD s = 0, mag = 0;
-        for (int64_t t = 0; t < k; ++t) {
-          LD p = a_wide.get(size_t(z * m * (k + 5) + i * (k + 5) + 3 + t)) * b_nk.get(size_t(z * n * k + j * k + t));
-          s += p, mag += std::fabs(p);
+  // A is k columns of a wider matrix (rows k + 5 = 29 elements apart) from column `first`; B is
+  // a permuted (batch, N, K) tensor read as (K, N). With M = 64 and A's data aligned, the rows'
+  // indices are multiples of 16 where they start a tile: only the row stride may say that the
+  // rows are not 16-byte aligned.
+  struct View {
+    int64_t m, first;
+  };
+  for (View v : {View{33, 3}, View{64, 0}}) {
+    SCOPED_TRACE(fmt::format("M = {}, A from column {}", v.m, v.first));
+    const int64_t m = v.m, n = 20, k = 24, batch = 2;
+    Host a_wide = random_host(DType::bf16, size_t(batch * m * (k + 5)), rng, -2, 2);
+    Host b_nk = random_host(DType::bf16, size_t(batch * n * k), rng, -2, 2);
+    Tensor a = upload(a_wide, {batch, m, k + 5}).slice(2, v.first, k);
+    Tensor b = upload(b_nk, {batch, n, k}).permute({0, 2, 1});
+    Tensor out = poisoned(DType::f32, {batch, m, n});
+    GemmOptions o;
+    o.out_dtype = DType::f32;
+    tilejit::ops::gemm(a, b, out, o);
+    Host got = download(out);
+    std::vector<LD> want(size_t(batch * m * n)), scale(want.size());
+    for (int64_t z = 0; z < batch; ++z)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          LD s = 0, mag = 0;
+          for (int64_t t = 0; t < k; ++t) {
+            LD p = a_wide.get(size_t(z * m * (k + 5) + i * (k + 5) + v.first + t)) *
+                   b_nk.get(size_t(z * n * k + j * k + t));
+            s += p, mag += std::fabs(p);
+          }
+          want[size_t(z * m * n + i * n + j)] = s, scale[size_t(z * m * n + i * n + j)] = mag * 1e-5L + 1e-6L;
         }
-        want[size_t(z * m * n + i * n + j)] = s, scale[size_t(z * m * n + i * n + j)] = mag * 1e-5L + 1e-6L;
-      }
-  expect_scaled("strided gemm", got.values(), want, scale, 1.0);
+    expect_scaled("strided gemm", got.values(), want, scale, 1.0);
+  }
 }
 
 TEST(Gemm, BothTargetsLowerings) {
@@ -150,12 +160,13 @@ TEST(Gemm, BothTargetsLowerings) {
 
 // The PTX of the one gemm kernel the call builds (TILEJIT_DUMP_DIR), on emu:sm_89: a device no
 // other test of this binary builds gemm for, so each new operand layout is built here.
-std::string gemm_ptx(DType dtype, const GemmOptions& options) {
+std::string gemm_ptx(DType dtype, const GemmOptions& options, int64_t m = 64, int64_t n = 64, int64_t k = 64) {
   Device& device = Device::by_name("emu:sm_89");
-  Host zeros(dtype, 64 * 64);
-  std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
-    tilejit::ops::gemm(upload(zeros, {64, 64}, device), upload(zeros, {64, 64}, device), options);
-  });
+  Host a(dtype, size_t(m * k)), b(dtype, size_t(k * n));
+  std::vector<int64_t> a_shape = options.transpose_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+  std::vector<int64_t> b_shape = options.transpose_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+  std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by(
+      [&] { tilejit::ops::gemm(upload(a, a_shape, device), upload(b, b_shape, device), options); });
   EXPECT_EQ(ptx.size(), 1u);
   return ptx.empty() ? "" : ptx[0];
 }
@@ -184,6 +195,24 @@ TEST(Gemm, OperandsAreCopiedSixteenBytesAtATimeInEveryLayout) {
         EXPECT_EQ(text.find("ld.global.v4") != std::string::npos, !b_staged) << "the register-path B tile's loads";
         EXPECT_EQ(text.find("ldmatrix.sync.aligned.m8n8.x4.trans") != std::string::npos, dtype != DType::i8 && (ta || !tb));
       }
+}
+
+TEST(Gemm, RowsOfOddMultiplesOfEightElementsAreCopiedSixteenBytesAtATime) {
+  // K = 200 and N = 40: each row of A and of B is a multiple of 16 bytes long but not of 16
+  // elements. The specialization records divisibility by 8, so both operands are still staged
+  // by 16-byte copies (with divisibility by 16 as the only fact, rows of 2-byte loads, which
+  // cp.async cannot stage).
+  std::string text = gemm_ptx(DType::bf16, {}, 64, 40, 200);
+  EXPECT_NE(text.find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_EQ(text.find("cp.async.ca"), std::string::npos) << "copies narrower than 16 bytes";
+  EXPECT_EQ(text.find("ld.global.b16"), std::string::npos) << "an operand loaded element by element";
+  // K = 100 and N = 36, multiples of 4 elements: 8-byte copies.
+  std::string narrower = gemm_ptx(DType::bf16, {}, 20, 36, 100);
+  EXPECT_NE(narrower.find("cp.async.ca.shared.global"), std::string::npos);
+  EXPECT_EQ(narrower.find("cp.async.cg"), std::string::npos);
+  TJ_SEEDED_RNG(rng);
+  check_gemm(GemmCase{.m = 64, .n = 40, .k = 200, .device = "emu:sm_89"}, rng);
+  check_gemm(GemmCase{.m = 20, .n = 36, .k = 100, .device = "emu:sm_89"}, rng);
 }
 
 TEST(Gemm, ZeroSizedDimensions) {

@@ -86,8 +86,18 @@ TEST(LaunchApi, SpecializesOnArgumentsAndBuildsEachOnce) {
   float* misaligned = static_cast<float*>(b.x.data()) + 1;
   bound.launch(s, {1}, misaligned, b.out, int32_t{13}, 2.0f);  // x not 16-byte aligned
   EXPECT_EQ(bound.builds(), 4);
+  // The largest power of two up to 16 dividing each argument is what counts.
+  bound.launch(s, {1}, b.x, b.out, int32_t{24}, 2.0f);  // n % 8 == 0
+  bound.launch(s, {1}, b.x, b.out, int32_t{40}, 2.0f);  // same specialization
+  EXPECT_EQ(bound.builds(), 5);
+  bound.launch(s, {1}, b.x, b.out, int32_t{-32}, 2.0f);  // n % 16 == 0, as 64
+  bound.launch(s, {1}, b.x, b.out, int32_t{0}, 2.0f);
+  EXPECT_EQ(bound.builds(), 5);
+  bound.launch(s, {1}, static_cast<float*>(b.x.data()) + 2, b.out, int32_t{13}, 2.0f);  // x 8-byte aligned
+  bound.launch(s, {1}, static_cast<float*>(b.x.data()) + 3, b.out, int32_t{13}, 2.0f);  // 4-byte, as `misaligned`
+  EXPECT_EQ(bound.builds(), 6);
   // The same overrides give the same bound kernel, builds included.
-  EXPECT_EQ(k.with({{"BLOCK", 64}}).builds(), 4);
+  EXPECT_EQ(k.with({{"BLOCK", 64}}).builds(), 6);
   EXPECT_EQ(k.with({{"BLOCK", 32}}).builds(), 0);
 }
 
@@ -95,9 +105,9 @@ TEST(LaunchApi, WarmLaunchDoesNotTrace) {
   JitKernel k(scale_kernel());
   Buffers b;
   Stream& s = Device::emu().default_stream();
-  k.launch(s, {8}, b.x, b.out, int32_t{1000}, 2.0f);
+  k.launch(s, {8}, b.x, b.out, int32_t{999}, 2.0f);
   int after_first = traces.load();
-  for (int i = 0; i < 5; ++i) k.launch(s, {8}, b.x, b.out, int32_t{999 - 2 * i}, 3.0f);  // same specialization
+  for (int i = 0; i < 5; ++i) k.launch(s, {8}, b.x, b.out, int32_t{997 - 2 * i}, 3.0f);  // same specialization
   EXPECT_EQ(traces.load(), after_first);
 }
 

@@ -1,0 +1,110 @@
+// The axis analysis's facts (codegen/axis_info.h) hold for the values kernels compute. Each
+// expression below is traced with true facts about its arguments and analysed, then run in the
+// emulator; every run of consecutive values, every divisibility at a run's start and every run
+// of equal values the analysis claims is checked against the values.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "codegen/axis_info.h"
+#include "ops_test_util.h"
+
+namespace tjops {
+namespace {
+
+struct Expression {
+  const char* name;
+  std::function<Tile(Tile n, Tile s)> build;  // an i32 tile of rank 1 or 2, dims 16 or 1
+};
+
+Tile rows() { return expand_dims(arange(0, 16), 1); }  // (16, 1)
+Tile cols() { return expand_dims(arange(0, 16), 0); }  // (1, 16)
+
+const Expression kExpressions[] = {
+    {"rows * s + cols", [](Tile, Tile s) { return rows() * s + cols(); }},
+    {"expand_dims(r, 1)", [](Tile, Tile) { return rows(); }},
+    {"expand_dims(r * s, 0)", [](Tile, Tile s) { return expand_dims(arange(0, 16) * s, 0); }},
+    {"expand_dims(r + s, 0) * 4", [](Tile, Tile s) { return expand_dims(arange(0, 16) + s, 0) * 4; }},
+    {"(r + 8) % n", [](Tile n, Tile) { return (arange(0, 16) + 8) % n; }},
+    {"(r + 16 * s) % n", [](Tile n, Tile s) { return (arange(0, 16) + s * 16) % n; }},
+    {"minimum(r + s, n)", [](Tile n, Tile s) { return minimum(arange(0, 16) + s, n); }},
+    {"r + r", [](Tile, Tile) { return arange(0, 16) + arange(0, 16); }},
+    {"(r + 32) * s", [](Tile, Tile s) { return (arange(0, 16) + 32) * s; }},
+    {"rows + cols", [](Tile, Tile) { return rows() + cols(); }},
+    {"expand_dims(r % n, 1) * s + cols * 2", [](Tile n, Tile s) { return expand_dims(arange(0, 16) % n, 1) * s + cols() * 2; }},
+    {"rows * n * s + cols", [](Tile n, Tile s) { return rows() * n * s + cols(); }},
+};
+
+// True facts about an i32 argument: equal to 1, or the power of two up to 16 dividing it.
+ir::ArgFacts facts_of(int32_t v) {
+  ir::ArgFacts f;
+  if (v == 1) f.equals_one = true;
+  while (f.divisibility < ir::kMaxArgDivisibility && v % (2 * f.divisibility) == 0) f.divisibility *= 2;
+  return f;
+}
+
+// The offsets of a (16), (16, 1), (1, 16) or (16, 16) tile stored row-major.
+Tile offsets_of(const Shape& shape) {
+  if (shape.size() == 1) return arange(0, 16);
+  if (shape[1] == 1) return rows();
+  if (shape[0] == 1) return cols();
+  return rows() * 16 + cols();
+}
+
+// Checks `info` against `values`, the tile of `shape` row-major.
+void expect_facts_hold(const codegen::AxisInfo& info, const Shape& shape, const std::vector<LD>& values) {
+  int rank = static_cast<int>(shape.size());
+  int64_t columns = rank == 2 ? shape[1] : 1;
+  auto at = [&](int64_t i, int64_t j) { return static_cast<int64_t>(values[size_t(i * columns + j)]); };
+  for (int d = 0; d < rank; ++d) {
+    int64_t contiguity = info.contiguity[size_t(d)], divisor = info.divisibility[size_t(d)];
+    int64_t constancy = info.constancy[size_t(d)];
+    for (int64_t i = 0; i < shape[0]; ++i)
+      for (int64_t j = 0; j < columns; ++j) {
+        int64_t index = d == 0 ? i : j;
+        auto step = [&](int64_t k) { return d == 0 ? at(i + k, j) : at(i, j + k); };
+        if (index % contiguity == 0) {
+          ASSERT_EQ(at(i, j) % divisor, 0) << "dim " << d << ": the run starting at (" << i << ", " << j << ") holds "
+                                           << at(i, j) << ", not a multiple of " << divisor;
+          for (int64_t k = 1; k < contiguity; ++k)
+            ASSERT_EQ(step(k), at(i, j) + k) << "dim " << d << ": run of " << contiguity << " from (" << i << ", " << j << ")";
+        }
+        if (index % constancy == 0) {
+          for (int64_t k = 1; k < constancy; ++k)
+            ASSERT_EQ(step(k), at(i, j)) << "dim " << d << ": " << constancy << " equal values from (" << i << ", " << j << ")";
+        }
+      }
+  }
+}
+
+TEST(AxisFacts, HoldForTheComputedValues) {
+  struct Arguments {
+    int32_t n, s;
+  };
+  for (const Expression& e : kExpressions) {
+    JitKernel k(define_kernel(fmt::format("axis_facts_{}", &e - kExpressions), {"out", "n", "s"}, {},
+                              [&](const Constants&, Ptr<i32> out, Scalar<i32> n, Scalar<i32> s) {
+                                Tile v = e.build(n, s);
+                                store(out + offsets_of(v.shape()), v);
+                              }));
+    for (Arguments a : {Arguments{16, 24}, Arguments{13, 40}, Arguments{24, 7}, Arguments{6, 1}, Arguments{32, 0},
+                        Arguments{1, 12}, Arguments{48, -8}}) {
+      SCOPED_TRACE(fmt::format("{} with n = {}, s = {}", e.name, a.n, a.s));
+      std::unique_ptr<ir::Function> fn = k.kernel().trace(k.kernel().constants(), {{}, facts_of(a.n), facts_of(a.s)});
+      const ir::Op& store_op = *fn->body.ops.back();
+      ASSERT_EQ(store_op.kind, ir::OpKind::store);
+      const ir::Value* value = store_op.operands[1];
+      codegen::AxisAnalysis analysis(*fn);
+      Tensor out = poisoned(i32, {256});
+      k.launch(stream(), {1}, out, a.n, a.s);
+      std::vector<LD> values = download(out).values();
+      int64_t count = 1;
+      for (int64_t size : value->type.shape) count *= size;
+      values.resize(size_t(count));
+      expect_facts_hold(analysis.info(value), value->type.shape, values);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tjops

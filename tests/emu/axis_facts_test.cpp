@@ -14,7 +14,7 @@ namespace {
 
 struct Expression {
   const char* name;
-  std::function<Tile(Tile n, Tile s)> build;  // an i32 tile of rank 1 or 2, dims 16 or 1
+  std::function<Tile(Tile n, Tile s)> build;  // an i32 or i1 tile of rank 1 or 2, dims 16 or 1
 };
 
 Tile rows() { return expand_dims(arange(0, 16), 1); }  // (16, 1)
@@ -33,6 +33,14 @@ const Expression kExpressions[] = {
     {"rows + cols", [](Tile, Tile) { return rows() + cols(); }},
     {"expand_dims(r % n, 1) * s + cols * 2", [](Tile n, Tile s) { return expand_dims(arange(0, 16) % n, 1) * s + cols() * 2; }},
     {"rows * n * s + cols", [](Tile n, Tile s) { return rows() * n * s + cols(); }},
+    // Masks: runs of equal values decide how wide a masked access may be.
+    {"r < n", [](Tile n, Tile) { return arange(0, 16) < n; }},
+    {"r + 8 < n", [](Tile n, Tile) { return arange(0, 16) + 8 < n; }},
+    {"rows * s + cols < n", [](Tile n, Tile s) { return rows() * s + cols() < n; }},
+    {"cols < n - s", [](Tile n, Tile s) { return cols() < n - s; }},
+    {"(r + 4) % n < s", [](Tile n, Tile s) { return (arange(0, 16) + 4) % n < s; }},
+    {"rows < n && cols < s", [](Tile n, Tile s) { return (rows() < n) && (cols() < s); }},
+    {"where(r < n, r, s)", [](Tile n, Tile s) { return where(arange(0, 16) < n, arange(0, 16), s); }},
 };
 
 // True facts about an i32 argument: equal to 1, or the power of two up to 16 dividing it.
@@ -85,7 +93,7 @@ TEST(AxisFacts, HoldForTheComputedValues) {
     JitKernel k(define_kernel(fmt::format("axis_facts_{}", &e - kExpressions), {"out", "n", "s"}, {},
                               [&](const Constants&, Ptr<i32> out, Scalar<i32> n, Scalar<i32> s) {
                                 Tile v = e.build(n, s);
-                                store(out + offsets_of(v.shape()), v);
+                                store(out + offsets_of(v.shape()), v.type().dtype == i1 ? cast(v, i32) : v);
                               }));
     for (Arguments a : {Arguments{16, 24}, Arguments{13, 40}, Arguments{24, 7}, Arguments{6, 1}, Arguments{32, 0},
                         Arguments{1, 12}, Arguments{48, -8}}) {
@@ -94,6 +102,8 @@ TEST(AxisFacts, HoldForTheComputedValues) {
       const ir::Op& store_op = *fn->body.ops.back();
       ASSERT_EQ(store_op.kind, ir::OpKind::store);
       const ir::Value* value = store_op.operands[1];
+      if (value->def->kind == ir::OpKind::cast && value->def->operands[0]->type.dtype == i1)
+        value = value->def->operands[0];  // a mask, stored as i32
       codegen::AxisAnalysis analysis(*fn);
       Tensor out = poisoned(i32, {256});
       k.launch(stream(), {1}, out, a.n, a.s);

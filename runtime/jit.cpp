@@ -67,10 +67,17 @@ int64_t integer_value(const KernelArg& a) {
   return a.kind() == KernelArg::Kind::i32 ? static_cast<int32_t>(a.bits()) : static_cast<int64_t>(a.bits());
 }
 
-// The launch of `report`'s kernel with `dims`: in the clusters it was compiled for, which a
-// caller may give or leave out, but not contradict.
+// The largest grid a GPU launches (every arch since sm_30); the emulator keeps to it too, so
+// a launch it runs never fails on a GPU.
+constexpr uint32_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+
+// The launch of `report`'s kernel with `dims`: a grid a GPU launches, in the clusters the
+// kernel was compiled for, which a caller may give or leave out, but not contradict.
 LaunchDims launch_dims(const KernelReport& report, const LaunchDims& dims) {
   const Dim3 &needed = report.cluster, &given = dims.cluster, &grid = dims.grid;
+  if (grid.x > kMaxGridX || grid.y > kMaxGridYZ || grid.z > kMaxGridYZ)
+    fail("launch of {}: grid ({}, {}, {}) exceeds what a GPU launches ({} programs along x, {} along y and z)",
+         report.name, grid.x, grid.y, grid.z, kMaxGridX, kMaxGridYZ);
   if (needed == Dim3{} || given == needed) return dims;
   if (given != Dim3{})
     fail("launch of {}: clusters of ({}, {}, {}) CTAs given; the kernel is compiled for clusters of ({}, {}, {})",

@@ -66,6 +66,21 @@ TEST(LaunchApi, ChecksScalarTypes) {
               HasSubstr("argument 1 ('out') must be an f32 pointer, got an i32 scalar"));
 }
 
+TEST(LaunchApi, GridsBeyondAGpusLimitsAreErrors) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  Stream& s = Device::emu().default_stream();
+  EXPECT_THAT(error_of([&] { k.launch(s, {1, 65536, 1}, b.x, b.out, int32_t{10}, 2.0f); }),
+              HasSubstr("launch of scale: grid (1, 65536, 1) exceeds what a GPU launches (2147483647 programs along x, "
+                        "65535 along y and z)"));
+  EXPECT_THAT(error_of([&] { k.launch(s, {1, 1, 70000}, b.x, b.out, int32_t{10}, 2.0f); }), HasSubstr("grid (1, 1, 70000)"));
+  EXPECT_THAT(error_of([&] { k.launch(s, {2147483648u, 1, 1}, b.x, b.out, int32_t{10}, 2.0f); }),
+              HasSubstr("grid (2147483648, 1, 1)"));
+  b.out.fill_bytes(0xff);
+  k.launch(s, {1, 65535, 1}, b.x, b.out, int32_t{0}, 2.0f);  // at the limit; n = 0 stores nothing
+  EXPECT_TRUE(std::isnan(b.out.to_host<float>()[0]));
+}
+
 TEST(LaunchApi, UnknownConstantIsAnError) {
   JitKernel k(scale_kernel());
   EXPECT_THAT(error_of([&] { k.with({{"BLOKC", 64}}); }), HasSubstr("BLOKC"));

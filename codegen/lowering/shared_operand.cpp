@@ -211,17 +211,17 @@ std::vector<llvm::Value*> SharedOperand::b_words_transposed(const MmaTiling& t, 
   return ldmatrix(pair ? 4 : 2, false, address(row, col));
 }
 
+// SwizzledTile::byte_offset at run time.
 llvm::Value* SharedOperand::address(llvm::Value* row, llvm::Value* col_byte) {
   auto& b = L_.b;
-  llvm::Value* line_group = b.CreateUDiv(row, L_.const_i32(tile_.rows_per_line()));
-  llvm::Value* mask = b.CreateURem(line_group, L_.const_i32(tile_.chunks_per_line()));
-  llvm::Value* offset = b.CreateMul(row, L_.const_i32(tile_.line_bytes()));
+  llvm::Value* offset = b.CreateMul(row, L_.const_i32(tile_.line_bytes()));  // the line's start
   llvm::Value* in_line = col_byte;
   if (tile_.row_bytes > tile_.line_bytes()) {  // column blocks: only rows wider than 128 bytes have several
     in_line = b.CreateURem(col_byte, L_.const_i32(tile_.line_bytes()));
     llvm::Value* block = b.CreateUDiv(col_byte, L_.const_i32(tile_.line_bytes()));
     offset = b.CreateAdd(offset, b.CreateMul(block, L_.const_i32(tile_.block_bytes())));
   }
+  llvm::Value* mask = b.CreateURem(b.CreateLShr(offset, L_.const_i32(7)), L_.const_i32(tile_.chunks_per_line()));
   llvm::Value* chunk = b.CreateXor(b.CreateLShr(in_line, L_.const_i32(4)), mask);
   offset = b.CreateAdd(offset, b.CreateOr(b.CreateShl(chunk, L_.const_i32(4)), b.CreateAnd(in_line, L_.const_i32(15))));
   return b.CreateGEP(b.getInt8Ty(), base_, offset);

@@ -43,6 +43,22 @@ TEST(SwizzledTile, EqualsTheTmaSwizzleModesWhenARowIsTheSwizzleSpan) {
   }
 }
 
+// Rows wider than 128 bytes: each column block holds the TMA box of its 128 columns, and the
+// 128-byte swizzle follows the address across the blocks, also where a block has fewer than
+// eight rows (its 128-byte lines end mid-way through a group of eight).
+TEST(SwizzledTile, ColumnBlocksFollowTheAddressesSwizzle) {
+  for (int64_t rows : {1, 2, 4, 8, 12, 64})
+    for (int64_t row_bytes : {256, 512}) {
+      SwizzledTile t{rows, row_bytes};
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < row_bytes; ++c) {
+          int64_t unswizzled = c / 128 * rows * 128 + r * 128 + c % 128;  // boxes of (rows, 128 bytes) one after another
+          int64_t tma = unswizzled ^ (((unswizzled >> 7) & 7) << 4);
+          ASSERT_EQ(t.byte_offset(r, c), tma) << rows << " rows of " << row_bytes << " bytes, row " << r << ", byte " << c;
+        }
+    }
+}
+
 // Shared memory has 32 banks of 4 bytes: a set of 16-byte accesses of one phase (8 of them,
 // 128 bytes) is conflict free when they fall in 8 different 16-byte slots of the 128-byte
 // bank cycle.

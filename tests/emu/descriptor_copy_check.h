@@ -144,6 +144,10 @@ inline std::vector<CopyCase> copy_cases(std::initializer_list<const char*> archs
     cases.push_back({DType::bf16, 32, 32, 70, 50, 56, 0, 0, arch});        // 64-byte swizzle
     cases.push_back({DType::f16, 16, 64, 33, 100, 104, -1, 3, arch});      // 128-byte swizzle
     cases.push_back({DType::bf16, 8, 256, 20, 300, 304, 2, -5, arch});     // four 128-byte boxes per block
+    // Boxes of fewer than 8 rows: the second starts mid-way through the 128-byte swizzle's
+    // 1024-byte cycle, and the swizzle follows the address, not the box.
+    cases.push_back({DType::bf16, 4, 128, 18, 140, 144, 1, -3, arch});
+    cases.push_back({DType::f32, 2, 128, 9, 130, 132, 0, 5, arch});
     cases.push_back({DType::i8, 64, 128, 100, 200, 208, 3, 1, arch});      // 8-bit, 128-byte swizzle
     cases.push_back({DType::f8e4m3, 32, 64, 40, 70, 80, -40, -70, arch});  // everything outside for some blocks
     cases.push_back({DType::i32, 2, 16, 5, 16, 16, 0, 0, arch});           // whole tensor, 64-byte rows

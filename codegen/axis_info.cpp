@@ -195,15 +195,19 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
         return in(0);
       return elementwise_facts(op);
     case ir::OpKind::cmp: {
-      // contiguous < splat(n): equal within aligned runs when n and the run starts share
-      // the divisor (the classic `offs < n` mask).
-      const AxisInfo& a = in(0);
-      const AxisInfo& b = in(1);
+      // contiguous < splat(n), or >=, or the same with the operands swapped: equal within
+      // aligned runs when n and the run starts share the divisor (the classic `offs < n` mask).
+      // Not ==, != or <= n: `arange(0, 4) <= 0` changes after its first element.
+      const std::string& predicate = op.attr_str("predicate");
+      bool swapped = predicate == "gt" || predicate == "le";
+      const AxisInfo& run = in(swapped ? 1 : 0);
+      const AxisInfo& bound = in(swapped ? 0 : 1);
+      bool threshold = swapped || predicate == "lt" || predicate == "ge";
       AxisInfo r = unknown(type);
       for (int d = 0; d < rank; ++d) {
-        int64_t c = gcd(a.constancy[d], b.constancy[d]);
-        if (b.constancy[d] == type.shape[d])
-          c = std::max(c, gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])));
+        int64_t c = gcd(run.constancy[d], bound.constancy[d]);
+        if (threshold && bound.constancy[d] == type.shape[d])
+          c = std::max(c, gcd(run.contiguity[d], gcd(run.divisibility[d], bound.divisibility[d])));
         r.constancy[d] = c;
       }
       return r;

@@ -1,9 +1,11 @@
 // Per-dim facts about integer and pointer tiles that decide how wide a global memory access
-// may be: contiguity (runs of consecutive values), divisibility (largest power of two that
-// divides the first value of every run; bytes for pointers) and constancy (runs of equal
-// values). Triton's AxisInfo analysis, on the tile IR. Integer tiles whose every element is
-// one known value (constants, and arguments the specialization key says equal 1) carry that
-// value, so a unit stride passed as an argument keeps `offsets * stride` contiguous.
+// may be: contiguity (runs of consecutive values), divisibility (a power of two that divides
+// the first value of every run, so every element where the contiguity is 1; bytes for
+// pointers) and constancy (runs of equal values). Offsets taken modulo n (`rem`) are assumed
+// not negative, as index arithmetic is. Triton's AxisInfo analysis, on the tile IR. Integer
+// tiles whose every element is one known value (constants, and arguments the specialization
+// key says equal 1) carry that value, so a unit stride passed as an argument keeps
+// `offsets * stride` contiguous.
 #pragma once
 
 #include <map>

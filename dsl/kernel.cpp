@@ -60,7 +60,7 @@ std::vector<ir::ArgFacts> Kernel::aligned_facts() const {
   std::vector<ir::ArgFacts> facts;
   for (auto& p : params_) {
     ir::ArgFacts f;
-    if (p.type.pointer || is_integer(p.type.dtype)) f.divisibility = ir::kMaxArgDivisibility;
+    if (!p.type.descriptor && (p.type.pointer || is_integer(p.type.dtype))) f.divisibility = ir::kMaxArgDivisibility;
     facts.push_back(f);
   }
   return facts;
@@ -101,6 +101,10 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!facts.empty()) fn->params[i].facts = facts[i];
     ir::Param& p = fn->params[i];
+    int64_t divisibility = p.facts.divisibility;
+    if (divisibility < 1 || divisibility > ir::kMaxArgDivisibility || (divisibility & (divisibility - 1)))
+      fail("kernel {}: parameter '{}': divisibility {} is not a power of two from 1 to {}", name_, p.name, divisibility,
+           ir::kMaxArgDivisibility);
     if (p.type.descriptor) {
       if (p.facts.block.size() < 2)
         fail("kernel {}: descriptor parameter '{}' needs its block shape (1 along each dim before the rows, then "

@@ -172,8 +172,8 @@ struct BoundKernel::State {
         ++descriptors;
       } else if (code == kEqualsOneCode) {
         out[i].equals_one = true;
-      } else if (params[i].pointer || params[i].dtype != DType::f32) {
-        out[i].divisibility = int64_t{1} << code;
+      } else {
+        out[i].divisibility = int64_t{1} << code;  // f32 scalars: code 0
       }
     }
     return out;

@@ -4,8 +4,9 @@
 //   add.with({{"BLOCK", 1024}}).launch(stream, {cdiv(n, 1024)}, x, y, out, n);
 //
 // Arguments are checked against the kernel's signature (count, pointer element types,
-// scalar types). The specialization each launch needs (integer arguments equal to 1 or
-// divisible by 16, pointers aligned to 16 bytes) is read off the arguments, and the kernel
+// scalar types). The specialization each launch needs (integer arguments equal to 1, the
+// power of two up to 16 dividing each integer and aligning each pointer) is read off the
+// arguments, and the kernel
 // built for it is remembered per device: after the first launch of a specialization, a
 // launch is a lookup and a driver call, with no tracing and no LLVM work.
 #pragma once

@@ -280,6 +280,16 @@ TEST(IrPrinter, FinerDivisibilityAndNone) {
 
 // --- attributes and types ----------------------------------------------------------------------
 
+TEST(IrPrinter, DivisibilityMustBeAPowerOfTwoUpToSixteen) {
+  Kernel k = spec_kernel();
+  for (int64_t bad : {0, 12, 32, -4}) {
+    std::vector<ir::ArgFacts> facts(4);
+    facts[1].divisibility = bad;
+    EXPECT_EQ(error_of([&] { (void)k.trace(k.constants(), facts); }),
+              fmt::format("kernel spec: parameter 'n': divisibility {} is not a power of two from 1 to 16", bad));
+  }
+}
+
 TEST(IrPrinter, AttributeFormatting) {
   auto fn = trace("attrs", {}, [](const Constants&) {
     (void)full({4}, 0.1, f32);

@@ -41,6 +41,13 @@ const Expression kExpressions[] = {
     {"(r + 4) % n < s", [](Tile n, Tile s) { return (arange(0, 16) + 4) % n < s; }},
     {"rows < n && cols < s", [](Tile n, Tile s) { return (rows() < n) && (cols() < s); }},
     {"where(r < n, r, s)", [](Tile n, Tile s) { return where(arange(0, 16) < n, arange(0, 16), s); }},
+    {"r >= s", [](Tile, Tile s) { return arange(0, 16) >= s; }},
+    {"s > r", [](Tile, Tile s) { return s > arange(0, 16); }},
+    {"s <= r", [](Tile, Tile s) { return s <= arange(0, 16); }},
+    {"r <= s", [](Tile, Tile s) { return arange(0, 16) <= s; }},  // s = 0: one true, then false
+    {"r > s", [](Tile, Tile s) { return arange(0, 16) > s; }},
+    {"r == s", [](Tile, Tile s) { return arange(0, 16) == s; }},
+    {"r != s", [](Tile, Tile s) { return arange(0, 16) != s; }},
 };
 
 // True facts about an i32 argument: equal to 1, or the power of two up to 16 dividing it.

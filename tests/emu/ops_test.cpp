@@ -332,6 +332,44 @@ TEST(EmuOps, PointerArithmetic) {
                 download(out), want, exact());
 }
 
+// Stores masked by comparisons with a bound: == and != change inside any run of offsets, so
+// only the elements the mask keeps are written, whatever the bound's divisibility.
+TEST(EmuOps, StoresMaskedByEveryComparison) {
+  TJ_SEEDED_RNG(rng);
+  constexpr int B = 64;
+  struct Comparison {
+    const char* name;
+    Tile (*tile)(const Operand&, const Operand&);
+    bool (*host)(int, int);
+  };
+#define TJ_COMPARISON(op) \
+  Comparison { #op, [](const Operand& a, const Operand& b) { return a op b; }, [](int a, int b) { return a op b; } }
+  const Comparison kComparisons[] = {TJ_COMPARISON(==), TJ_COMPARISON(!=), TJ_COMPARISON(<=),
+                                     TJ_COMPARISON(>),  TJ_COMPARISON(<),  TJ_COMPARISON(>=)};
+#undef TJ_COMPARISON
+  Host x = random_host(f32, B, rng, -4, 4);
+  for (const Comparison& cmp : kComparisons) {
+    JitKernel k(define_kernel(fmt::format("masked_store_{}", &cmp - kComparisons), {"x", "out", "bound"}, {{"B", B}},
+                              [&](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> bound) {
+                                Tile offs = arange(0, c["B"]);
+                                store(out + offs, load(x + offs), cmp.tile(offs, bound));
+                              }));
+    for (int32_t bound : {0, 16, 17, 32}) {
+      SCOPED_TRACE(fmt::format("offsets {} {}", cmp.name, bound));
+      Tensor out = poisoned(f32, {B});
+      bind(k, {{"num_warps", 1}}).launch(stream(), {1}, upload(x), out, bound);
+      Host got = download(out);
+      for (int i = 0; i < B; ++i) {
+        if (cmp.host(i, bound)) {
+          ASSERT_EQ(got.get(size_t(i)), x.get(size_t(i))) << "element " << i;
+        } else {
+          ASSERT_TRUE(std::isnan(static_cast<double>(got.get(size_t(i))))) << "element " << i << " written";
+        }
+      }
+    }
+  }
+}
+
 // Rows of a matrix at every row stride and start offset: each specialization (the power of two
 // dividing the stride and aligning the start) gives its own access width, and every access
 // must be aligned (the emulator reports one that is not).

@@ -74,10 +74,12 @@ Tile broadcast_value(const Tile& x, const Shape& shape, std::string_view op, con
   Shape padded = x.shape();
   if (padded.size() > shape.size())
     user_error(op, loc, "cannot broadcast shape [{}] to [{}]", ir::shape_str(x.shape()), ir::shape_str(shape));
+  // Missing leading dims come as expand_dims, which the analyses and layouts follow (a reshape
+  // would hide the offsets' runs: `rows * stride + cols` would lose its vector accesses).
   Tile t = x;
-  if (padded.size() < shape.size()) {
-    padded.insert(padded.begin(), shape.size() - padded.size(), 1);
-    t = emit(OpKind::reshape, {t.value()}, t.type().with_shape(padded), loc, {{"shape", padded}});
+  while (padded.size() < shape.size()) {
+    padded.insert(padded.begin(), 1);
+    t = emit(OpKind::expand_dims, {t.value()}, t.type().with_shape(padded), loc, {{"axis", int64_t{0}}});
   }
   broadcast_shape(padded, shape, op, loc);  // checks compatibility
   for (size_t i = 0; i < shape.size(); ++i)

@@ -141,6 +141,24 @@ TEST(Compile, FinerDivisibilityGivesNarrowerVectors) {
   }
 }
 
+// Column offsets of rank 1 added to row offsets of rank 2 take a leading dim implicitly (numpy
+// broadcasting): the accesses are as wide as with the dim expanded by hand.
+TEST(Compile, ImplicitlyBroadcastOffsetsGiveVectorAccesses) {
+  for (bool implicit : {false, true}) {
+    SCOPED_TRACE(implicit ? "cols of rank 1" : "expand_dims(cols, 0)");
+    Kernel kernel = define_kernel("rows", {"x", "out", "row_stride"}, {{"B", 64}},
+                                  [implicit](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> row_stride) {
+                                    Tile rows = expand_dims(arange(0, c["B"]), 1), cols = arange(0, c["B"]);
+                                    Tile col_offsets = implicit ? cols : expand_dims(cols, 0);
+                                    store(out + rows * c["B"] + col_offsets, load(x + rows * row_stride + col_offsets));
+                                  });
+    std::string ptx = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_80")).ptx;
+    EXPECT_GT(count(ptx, "ld.global.v4.b32 "), 0u);
+    EXPECT_GT(count(ptx, "st.global.v4.b32 "), 0u);
+    EXPECT_EQ(count(ptx, "ld.global.b32 "), 0u);
+  }
+}
+
 TEST(Compile, ReductionsUseShufflesAndSharedMemory) {
   const Kernel& kernel = ops::find_kernel("softmax").kernel;
   auto k = compile_to_ptx(*kernel.trace(kernel.constants()), find_target("sm_80"));

@@ -66,8 +66,10 @@ Tile offsets_of(const Shape& shape) {
   return rows() * 16 + cols();
 }
 
-// Checks `info` against `values`, the tile of `shape` row-major.
-void expect_facts_hold(const codegen::AxisInfo& info, const Shape& shape, const std::vector<LD>& values) {
+// Checks `info` against `values`, the tile of `shape` row-major; consecutive values of a run
+// differ by `unit` (a pointer tile's values are addresses: the element size).
+void expect_facts_hold(const codegen::AxisInfo& info, const Shape& shape, const std::vector<LD>& values,
+                       int64_t unit = 1) {
   int rank = static_cast<int>(shape.size());
   int64_t columns = rank == 2 ? shape[1] : 1;
   auto at = [&](int64_t i, int64_t j) { return static_cast<int64_t>(values[size_t(i * columns + j)]); };
@@ -82,7 +84,7 @@ void expect_facts_hold(const codegen::AxisInfo& info, const Shape& shape, const 
           ASSERT_EQ(at(i, j) % divisor, 0) << "dim " << d << ": the run starting at (" << i << ", " << j << ") holds "
                                            << at(i, j) << ", not a multiple of " << divisor;
           for (int64_t k = 1; k < contiguity; ++k)
-            ASSERT_EQ(step(k), at(i, j) + k) << "dim " << d << ": run of " << contiguity << " from (" << i << ", " << j << ")";
+            ASSERT_EQ(step(k), at(i, j) + k * unit) << "dim " << d << ": run of " << contiguity << " from (" << i << ", " << j << ")";
         }
         if (index % constancy == 0) {
           for (int64_t k = 1; k < constancy; ++k)
@@ -119,6 +121,66 @@ TEST(AxisFacts, HoldForTheComputedValues) {
       for (int64_t size : value->type.shape) count *= size;
       values.resize(size_t(count));
       expect_facts_hold(analysis.info(value), value->type.shape, values);
+    }
+  }
+}
+
+// Pointer tiles into a buffer that holds its own indices: loading through a tile gives the
+// index each pointer points at, so its address. Their facts count bytes.
+struct PointerExpression {
+  const char* name;
+  std::function<Tile(Tile x, Tile n, Tile s)> build;  // a tile of pointers into x, rank 1 or 2, dims 16 or 1
+};
+
+const PointerExpression kPointerExpressions[] = {
+    {"x + r", [](Tile x, Tile, Tile) { return x + arange(0, 16); }},
+    {"expand_dims(x + r, 1)", [](Tile x, Tile, Tile) { return expand_dims(x + arange(0, 16), 1); }},
+    {"expand_dims(x + r * s, 0)", [](Tile x, Tile, Tile s) { return expand_dims(x + arange(0, 16) * s, 0); }},
+    {"(x + r) + s", [](Tile x, Tile, Tile s) { return (x + arange(0, 16)) + s; }},
+    {"x + rows * s + cols", [](Tile x, Tile, Tile s) { return x + rows() * s + cols(); }},
+    {"expand_dims(x + r, 1) + cols", [](Tile x, Tile, Tile) { return expand_dims(x + arange(0, 16), 1) + cols(); }},
+    {"x + (r + 8) % n", [](Tile x, Tile n, Tile) { return x + (arange(0, 16) + 8) % n; }},
+    {"x + minimum(r, n)", [](Tile x, Tile n, Tile) { return x + minimum(arange(0, 16), n); }},
+};
+
+TEST(AxisFacts, HoldForPointerTiles) {
+  struct Arguments {
+    int32_t n, s;
+    int64_t first;  // the element x points at: 4-byte, 8-byte and 16-byte aligned
+  };
+  constexpr int64_t kMiddle = 1024;  // offsets may be negative
+  Host indices(i32, 2 * kMiddle);
+  for (size_t i = 0; i < indices.size(); ++i) indices.set(i, LD(i));
+  Tensor buffer = upload(indices);
+  for (const PointerExpression& e : kPointerExpressions) {
+    JitKernel k(define_kernel(fmt::format("pointer_facts_{}", &e - kPointerExpressions), {"x", "out", "n", "s"}, {},
+                              [&](const Constants&, Ptr<i32> x, Ptr<i32> out, Scalar<i32> n, Scalar<i32> s) {
+                                Tile pointers = e.build(x, n, s);
+                                store(out + offsets_of(pointers.shape()), load(pointers));
+                              }));
+    for (Arguments a : {Arguments{16, 24, kMiddle}, Arguments{13, 40, kMiddle + 1}, Arguments{24, 7, kMiddle + 2},
+                        Arguments{6, 1, kMiddle}, Arguments{48, -8, kMiddle + 3}, Arguments{32, 2, kMiddle + 4}}) {
+      SCOPED_TRACE(fmt::format("{} with n = {}, s = {}, x at element {}", e.name, a.n, a.s, a.first));
+      Tensor x = buffer.slice(0, a.first, 2 * kMiddle - a.first);
+      ir::ArgFacts x_facts;
+      while (x_facts.divisibility < ir::kMaxArgDivisibility &&
+             reinterpret_cast<uintptr_t>(x.data()) % uintptr_t(2 * x_facts.divisibility) == 0)
+        x_facts.divisibility *= 2;
+      std::unique_ptr<ir::Function> fn =
+          k.kernel().trace(k.kernel().constants(), {x_facts, {}, facts_of(a.n), facts_of(a.s)});
+      const ir::Op& store_op = *fn->body.ops.back();
+      ASSERT_EQ(store_op.kind, ir::OpKind::store);
+      const ir::Value* pointers = store_op.operands[1]->def->operands[0];  // what the load reads through
+      codegen::AxisAnalysis analysis(*fn);
+      Tensor out = poisoned(i32, {256});
+      k.launch(stream(), {1}, x, out, a.n, a.s);
+      std::vector<LD> indices_read = download(out).values();
+      int64_t count = 1;
+      for (int64_t size : pointers->type.shape) count *= size;
+      std::vector<LD> addresses;
+      for (int64_t i = 0; i < count; ++i)
+        addresses.push_back(LD(reinterpret_cast<uintptr_t>(buffer.data())) + 4 * indices_read[size_t(i)]);
+      expect_facts_hold(analysis.info(pointers), pointers->type.shape, addresses, 4);
     }
   }
 }

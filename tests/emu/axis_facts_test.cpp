@@ -50,8 +50,9 @@ const Expression kExpressions[] = {
     {"r != s", [](Tile, Tile s) { return arange(0, 16) != s; }},
 };
 
-// True facts about an i32 argument: equal to 1, or the power of two up to 16 dividing it.
-ir::ArgFacts facts_of(int32_t v) {
+// True facts about an argument: the power of two up to 16 dividing it (an address or an
+// integer), and whether it equals 1.
+ir::ArgFacts facts_of(int64_t v) {
   ir::ArgFacts f;
   if (v == 1) f.equals_one = true;
   while (f.divisibility < ir::kMaxArgDivisibility && v % (2 * f.divisibility) == 0) f.divisibility *= 2;
@@ -162,10 +163,7 @@ TEST(AxisFacts, HoldForPointerTiles) {
                         Arguments{6, 1, kMiddle}, Arguments{48, -8, kMiddle + 3}, Arguments{32, 2, kMiddle + 4}}) {
       SCOPED_TRACE(fmt::format("{} with n = {}, s = {}, x at element {}", e.name, a.n, a.s, a.first));
       Tensor x = buffer.slice(0, a.first, 2 * kMiddle - a.first);
-      ir::ArgFacts x_facts;
-      while (x_facts.divisibility < ir::kMaxArgDivisibility &&
-             reinterpret_cast<uintptr_t>(x.data()) % uintptr_t(2 * x_facts.divisibility) == 0)
-        x_facts.divisibility *= 2;
+      ir::ArgFacts x_facts = facts_of(static_cast<int64_t>(reinterpret_cast<uintptr_t>(x.data())));
       std::unique_ptr<ir::Function> fn =
           k.kernel().trace(k.kernel().constants(), {x_facts, {}, facts_of(a.n), facts_of(a.s)});
       const ir::Op& store_op = *fn->body.ops.back();

@@ -118,7 +118,7 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
 }
 
 DLManagedTensor* Tensor::to_dlpack() const {
-  auto* e = new Exported{*this, shape_, strides_, {}};
+  auto e = std::make_unique<Exported>(Exported{*this, shape_, strides_, {}});  // freed if a check below throws
   DLTensor& dl = e->managed.dl_tensor;
   dl.data = data_;
   dl.device = device_->info().kind == DeviceKind::cuda ? DLDevice{kDLCUDA, device_->info().ordinal} : DLDevice{kDLCPU, 0};
@@ -127,9 +127,9 @@ DLManagedTensor* Tensor::to_dlpack() const {
   dl.shape = e->shape.data();
   dl.strides = e->strides.data();
   dl.byte_offset = 0;
-  e->managed.manager_ctx = e;
+  e->managed.manager_ctx = e.get();
   e->managed.deleter = [](DLManagedTensor* m) { delete static_cast<Exported*>(m->manager_ctx); };
-  return &e->managed;
+  return &e.release()->managed;
 }
 
 int64_t Tensor::dim(int i) const {

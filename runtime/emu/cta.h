@@ -239,8 +239,29 @@ inline int unfenced_generic_writer(const Cta& cta, int64_t word) {
 }
 
 // Records `message` (prefixed with kernel, block and thread) as the CTA's error and leaves
-// the thread for good: the scheduler never resumes it.
+// the thread for good: the scheduler never resumes it. The frames on its stack are never
+// unwound, so what they own is never freed.
 [[noreturn]] void abort_thread(std::string message);
+
+// A fault found by emulator code whose frames own memory (vectors, strings): thrown there,
+// and caught by unwinding_faults where the kernel called in, which unwinds those frames
+// before abort_thread leaves the fiber. (Exceptions cannot unwind the kernel's own frames:
+// the JIT-compiled code has no unwind tables.)
+struct KernelFault {
+  std::string message;
+};
+
+// Runs `op`, a call from kernel code; a KernelFault it throws aborts the thread.
+template <class Op>
+decltype(auto) unwinding_faults(Op&& op) {
+  std::string message;
+  try {
+    return op();
+  } catch (KernelFault& fault) {
+    message = std::move(fault.message);
+  }
+  abort_thread(std::move(message));
+}
 // A generic write of shared [offset, offset + bytes) of `cta`: reported when a TMA store
 // still has to read it (runtime/emu/tma_ops.cpp).
 void check_unread_store_sources(Cta& cta, int64_t offset, int64_t bytes);

@@ -16,6 +16,7 @@ namespace fc = boost::context::detail;
 namespace {
 
 thread_local CurrentThread running;
+thread_local fiber_sanitizer::Stack scheduler_stack;  // the host thread's own, which runs the scheduler
 
 // Uninitialized shared memory reads as this byte pattern (0xff..: a NaN for floats, -1 for
 // integers), so a kernel that reads before writing computes visibly wrong results.
@@ -26,11 +27,13 @@ std::string thread_name(const Cta& cta, int tid) {
 }
 
 [[noreturn]] void leave_fiber(Cta& cta) {
+  fiber_sanitizer::leaving_for_good(scheduler_stack);
   fc::jump_fcontext(cta.scheduler_context, nullptr);
   __builtin_unreachable();  // the scheduler never resumes an exited or aborted thread
 }
 
 void fiber_main(fc::transfer_t from) {
+  fiber_sanitizer::arrived(nullptr, &scheduler_stack);
   Cta& cta = *running.cta;
   cta.scheduler_context = from.fctx;
   Thread& self = *static_cast<Thread*>(from.data);
@@ -51,7 +54,10 @@ CurrentThread& current() { return running; }
 
 void yield_to_scheduler() {
   Cta& cta = *running.cta;
+  void* sanitizer_state = nullptr;
+  fiber_sanitizer::leaving(&sanitizer_state, scheduler_stack);
   fc::transfer_t back = fc::jump_fcontext(cta.scheduler_context, nullptr);
+  fiber_sanitizer::arrived(sanitizer_state, nullptr);
   cta.scheduler_context = back.fctx;
 }
 
@@ -60,12 +66,15 @@ void abort_thread(std::string message) {
   Thread& self = *running.thread;
   if (cta.error.empty())
     cta.error = fmt::format("emulator: kernel {}, {}: {}", cta.launch->kernel, thread_name(cta, self.tid), message);
-  message = std::string();  // nothing on this stack may own memory: it is never unwound
+  // Nothing on this stack may own memory: it is never unwound. (Assigning an empty string
+  // would keep the buffer; destroying a string that took it over frees it.)
+  { std::string freed = std::move(message); }
   self.state = ThreadState::aborted;
   leave_fiber(cta);
 }
 
-CtaRunner::CtaRunner(size_t stack_bytes) : stack_bytes_(stack_bytes) {}
+CtaRunner::CtaRunner(size_t stack_bytes)
+    : stack_bytes_(stack_bytes), page_bytes_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {}
 
 CtaRunner::~CtaRunner() {
   if (stacks_) munmap(stacks_, mapped_bytes_);
@@ -74,8 +83,7 @@ CtaRunner::~CtaRunner() {
 void CtaRunner::reserve_stacks(int threads) {
   if (threads <= stack_count_) return;
   if (stacks_) munmap(stacks_, mapped_bytes_);
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  size_t slot = page + stack_bytes_;
+  size_t slot = page_bytes_ + stack_bytes_;
   mapped_bytes_ = slot * static_cast<size_t>(threads);
   void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("emulator: cannot map {} bytes of fiber stacks for {} threads", mapped_bytes_, threads);
@@ -85,9 +93,13 @@ void CtaRunner::reserve_stacks(int threads) {
   // 16384 per worker, and four such workers reach Linux's default limit of 65530 mappings per
   // process, which the failure below then names.
   for (int i = 0; i < threads; ++i)
-    if (mprotect(stacks_ + slot * static_cast<size_t>(i), page, PROT_NONE) != 0)
+    if (mprotect(stacks_ + slot * static_cast<size_t>(i), page_bytes_, PROT_NONE) != 0)
       fail("emulator: cannot protect the guard page of fiber stack {} of {}", i, threads);
   stack_count_ = threads;
+}
+
+std::byte* CtaRunner::stack_bottom(size_t slot) const {
+  return stacks_ + (page_bytes_ + stack_bytes_) * slot + page_bytes_;
 }
 
 std::byte* CtaRunner::window(size_t rank) {
@@ -110,7 +122,6 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
   std::vector<Cta> ctas(size);
   const int64_t total = int64_t{n} * static_cast<int64_t>(size);
   Cluster cluster{cluster_id, {}, total, 0, 0};
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (size_t rank = 0; rank < size; ++rank) {
     Cta& cta = ctas[rank];
     cta.launch = &launch;
@@ -129,9 +140,9 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
     for (int i = 0; i < n; ++i) {
       Thread& t = cta.threads[static_cast<size_t>(i)];
       t.tid = i;
-      size_t slot = rank * static_cast<size_t>(n) + static_cast<size_t>(i);
-      std::byte* top = stacks_ + (page + stack_bytes_) * (slot + 1);
-      t.context = fc::make_fcontext(top, stack_bytes_, fiber_main);
+      std::byte* bottom = stack_bottom(rank * static_cast<size_t>(n) + static_cast<size_t>(i));
+      fiber_sanitizer::reuse(bottom, stack_bytes_);
+      t.context = fc::make_fcontext(bottom + stack_bytes_, stack_bytes_, fiber_main);
     }
     cluster.ctas.push_back(&cta);
   }
@@ -145,7 +156,11 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
       for (Thread& t : cta.threads) {
         if (t.state != ThreadState::runnable) continue;
         running = {&cta, &t};
+        void* sanitizer_state = nullptr;
+        size_t slot = cta.rank * static_cast<size_t>(n) + static_cast<size_t>(t.tid);
+        fiber_sanitizer::leaving(&sanitizer_state, {stack_bottom(slot), stack_bytes_});
         fc::transfer_t back = fc::jump_fcontext(t.context, &t);
+        fiber_sanitizer::arrived(sanitizer_state, nullptr);
         t.context = back.fctx;
         running = {};
         ran = true;

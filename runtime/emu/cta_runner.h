@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/emu/cta.h"
+#include "runtime/emu/fiber_sanitizer.h"
 
 namespace tilejit::emu {
 
@@ -30,10 +31,12 @@ class CtaRunner {
 
  private:
   void reserve_stacks(int threads);
+  std::byte* stack_bottom(size_t slot) const;  // the lowest address of the stack of the cluster's thread `slot`
   std::byte* window(size_t rank);  // the shared memory of the cluster's CTA `rank`
   std::string stuck_message(const Cta& cta) const;
 
   size_t stack_bytes_;
+  size_t page_bytes_;
   std::byte* stacks_ = nullptr;  // one mapping: [guard page | stack] per thread
   size_t mapped_bytes_ = 0;
   int stack_count_ = 0;

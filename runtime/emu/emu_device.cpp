@@ -97,13 +97,13 @@ class EmuDevice : public Device {
 
   void memset_async(void* dst, uint8_t value, size_t bytes, Stream&) override {
     check_range(dst, bytes, "memset destination");
-    std::memset(dst, value, bytes);
+    if (bytes > 0) std::memset(dst, value, bytes);  // an empty tensor's pointer may be null
   }
 
   void copy_async(void* dst, const void* src, size_t bytes, CopyKind kind, Stream&) override {
     if (kind != CopyKind::host_to_device) check_range(src, bytes, "copy source");
     if (kind != CopyKind::device_to_host) check_range(dst, bytes, "copy destination");
-    std::memmove(dst, src, bytes);
+    if (bytes > 0) std::memmove(dst, src, bytes);  // an empty tensor's pointer may be null
   }
 
   // Imports of memory this device allocated (a DLPack round trip) are known already; other

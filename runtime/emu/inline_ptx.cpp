@@ -3,6 +3,8 @@
 // that no use of them moves above it, and where their values land). host_compiler turns each asm call into a call here
 // with its text, its constraints and its operands as 64-bit words. A text is parsed once per
 // host thread; one the emulator does not know stops the kernel with the text in the message.
+#include <charconv>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -31,12 +33,21 @@ struct InlinePtx {
 };
 
 [[noreturn]] void unknown(std::string_view text, const std::string& why) {
-  abort_thread(fmt::format("the emulator cannot run this inline PTX ({}):\n{}", why, text));
+  throw KernelFault{fmt::format("the emulator cannot run this inline PTX ({}):\n{}", why, text)};
+}
+
+// The integer `token` spells in full, or nullopt.
+std::optional<int> integer(std::string_view token) {
+  int value = 0;
+  auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (error != std::errc() || end != token.data() + token.size()) return std::nullopt;
+  return value;
 }
 
 int operand_number(std::string_view text, const std::string& token) {
-  if (token.size() < 2 || token[0] != '$') unknown(text, fmt::format("'{}' is not an operand", token));
-  return std::stoi(token.substr(1));
+  std::optional<int> n = token.size() >= 2 && token[0] == '$' ? integer(token.substr(1)) : std::nullopt;
+  if (!n || *n < 0) unknown(text, fmt::format("'{}' is not an operand", token));
+  return *n;
 }
 
 Encoding encoding(std::string_view text, const std::string& name) {
@@ -62,7 +73,59 @@ std::vector<std::string> split(const std::string& list) {
   return items;
 }
 
-void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
+// wgmma.mma_async's operands after its name: "{d...}, a, b-desc, scale-d, immediates...;", a
+// being a descriptor or "{a0, a1, a2, a3}". Scanned by hand: std::regex matches by recursion,
+// one level per character, and a 128-register D overflows the small stack a fiber runs on.
+struct MmaOperands {
+  std::string d, a, b, scale_d;
+  std::vector<std::string> immediates;
+};
+
+MmaOperands scan_mma_operands(std::string_view text, std::string_view rest) {
+  auto skip_space = [&] {
+    while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest[0]))) rest.remove_prefix(1);
+  };
+  auto expect = [&](char c, const std::string& what) {
+    skip_space();
+    if (rest.empty() || rest[0] != c) unknown(text, fmt::format("expected '{}' {}", c, what));
+    rest.remove_prefix(1);
+  };
+  auto braced = [&](const char* what) {  // "{...}", without the braces
+    expect('{', fmt::format("before {}", what));
+    size_t close = rest.find('}');
+    if (close == std::string_view::npos) unknown(text, fmt::format("{} have no closing brace", what));
+    std::string inside(rest.substr(0, close));
+    rest.remove_prefix(close + 1);
+    return inside;
+  };
+  auto token = [&](const char* what) {  // up to the next comma, semicolon or space
+    skip_space();
+    size_t end = rest.find_first_of(",; \t\n");
+    std::string word(rest.substr(0, end == std::string_view::npos ? rest.size() : end));
+    if (word.empty()) unknown(text, fmt::format("{} is missing", what));
+    rest.remove_prefix(word.size());
+    return word;
+  };
+  MmaOperands o;
+  o.d = braced("D's registers");
+  expect(',', "after D");
+  skip_space();
+  o.a = !rest.empty() && rest[0] == '{' ? "{" + braced("A's registers") + "}" : token("A's descriptor");
+  expect(',', "after A");
+  o.b = token("B's descriptor");
+  expect(',', "after B");
+  o.scale_d = token("scale-d");
+  for (skip_space(); !rest.empty() && rest[0] == ','; skip_space()) {
+    rest.remove_prefix(1);
+    o.immediates.push_back(token("an immediate operand"));
+  }
+  expect(';', "at the end of wgmma.mma_async");
+  return o;
+}
+
+// `m`: the instruction name's captures (n, k, accumulator type, A's and B's types); `operands`
+// the text after the name.
+void parse_mma(std::string_view text, const std::smatch& m, std::string_view operands, InlinePtx& p) {
   p.kind = InlinePtx::Kind::mma_async;
   WgmmaShape& s = p.shape;
   s.n = std::stoi(m[1]);
@@ -73,9 +136,10 @@ void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
   int bits = element_bits(s.a);
   if (s.k != 256 / bits || element_bits(s.b) != bits || (s.integer != (s.a == Encoding::s8)) || s.n % 8 || s.n > 256)
     unknown(text, "shape and types do not form a wgmma.mma_async instruction");
-  for (const std::string& r : split(m[6])) p.d.push_back(operand_number(text, r));
+  MmaOperands o = scan_mma_operands(text, operands);
+  for (const std::string& r : split(o.d)) p.d.push_back(operand_number(text, r));
   if (static_cast<int>(p.d.size()) != s.n / 2) unknown(text, fmt::format("D has {} registers, not {}", p.d.size(), s.n / 2));
-  std::string a = m[7];
+  const std::string& a = o.a;
   s.a_in_registers = a[0] == '{';
   if (s.a_in_registers) {
     for (const std::string& r : split(a.substr(1, a.size() - 2))) p.a_words.push_back(operand_number(text, r));
@@ -83,8 +147,8 @@ void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
   } else {
     p.desc_a = operand_number(text, a);
   }
-  p.desc_b = operand_number(text, m[8]);
-  std::string scale_d = m[9];
+  p.desc_b = operand_number(text, o.b);
+  const std::string& scale_d = o.scale_d;
   if (scale_d == "0" || scale_d == "1") {
     p.scale_d = scale_d == "1";
   } else {
@@ -96,14 +160,14 @@ void parse_mma(std::string_view text, const std::smatch& m, InlinePtx& p) {
   }
   // imm-scale-a and imm-scale-b (not for integers), then for 16-bit types imm-trans-a (not
   // in the register form) and imm-trans-b.
-  std::vector<std::string> imm = split(m[10]);
+  const std::vector<std::string>& imm = o.immediates;
   size_t transposes = bits == 16 ? (s.a_in_registers ? 1 : 2) : 0;
   size_t expected = s.integer ? 0 : 2 + transposes;
   if (imm.size() != expected) unknown(text, fmt::format("{} immediate operands after scale-d, not {}", imm.size(), expected));
   auto immediate = [&](size_t i, int a, int b) {
-    int v = std::stoi(imm[i]);
-    if (v != a && v != b) unknown(text, fmt::format("immediate {} must be {} or {}", imm[i], a, b));
-    return v;
+    std::optional<int> v = integer(imm[i]);
+    if (!v || (*v != a && *v != b)) unknown(text, fmt::format("immediate {} must be {} or {}", imm[i], a, b));
+    return *v;
   };
   if (expected >= 2) s.scale_a = immediate(0, 1, -1), s.scale_b = immediate(1, 1, -1);
   if (transposes == 2) s.a_mn_major = immediate(2, 0, 1) == 1;
@@ -127,15 +191,13 @@ void parse_constraints(std::string_view text, const std::string& constraints, in
 }
 
 InlinePtx parse(std::string_view text, const char* constraints, int n_out) {
-  static const std::regex mma(
-      "wgmma\\.mma_async\\.sync\\.aligned\\.m64n(\\d+)k(\\d+)\\.(f32|s32)\\.(\\w+)\\.(\\w+)\\s*"
-      "\\{([^}]*)\\}\\s*,\\s*(\\$\\d+|\\{[^}]*\\})\\s*,\\s*(\\$\\d+)\\s*,\\s*(\\w+)\\s*((?:,\\s*-?\\d+\\s*)*);");
+  static const std::regex mma("wgmma\\.mma_async\\.sync\\.aligned\\.m64n(\\d+)k(\\d+)\\.(f32|s32)\\.(\\w+)\\.(\\w+)");
   static const std::regex wait("wgmma\\.wait_group\\.sync\\.aligned\\s+(\\d+)\\s*;");
   std::string all(text);
   InlinePtx p;
   std::smatch m;
   if (std::regex_search(all, m, mma)) {
-    parse_mma(text, m, p);
+    parse_mma(text, m, std::string_view(all).substr(static_cast<size_t>(m.position(0) + m.length(0))), p);
   } else if (std::regex_search(all, m, wait)) {
     p.pending = std::stoll(m[1]);
   } else {
@@ -153,7 +215,8 @@ const InlinePtx& parsed(const char* text, const char* constraints, int n_out) {
   return it->second;
 }
 
-void interpret(const char* text, const char* constraints, const uint64_t* in, int32_t n_in, uint64_t* out, int32_t n_out) {
+void run_inline_ptx(const char* text, const char* constraints, const uint64_t* in, int32_t n_in, uint64_t* out,
+                    int32_t n_out) {
   const InlinePtx& p = parsed(text, constraints, n_out);
   // Operand $i: an output's value on entry comes from the input tied to it.
   auto value = [&](int i) -> uint64_t {
@@ -187,6 +250,10 @@ void interpret(const char* text, const char* constraints, const uint64_t* in, in
     if (p.d[i] >= n_out) unknown(text, fmt::format("D register ${} is not an output", p.d[i]));
     out[p.d[i]] = d[i];
   }
+}
+
+void interpret(const char* text, const char* constraints, const uint64_t* in, int32_t n_in, uint64_t* out, int32_t n_out) {
+  unwinding_faults([&] { run_inline_ptx(text, constraints, in, n_in, out, n_out); });
 }
 
 }  // namespace

@@ -52,6 +52,18 @@ void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
   }
 }
 
+// Where an out-of-bounds global access fell, relative to the nearest allocation.
+std::string out_of_bounds_global(const Launch& launch, uintptr_t address, int64_t bytes, uint32_t flags) {
+  std::string where = "no allocation is near";
+  if (const Allocation* a = launch.allocations.nearest(address)) {
+    if (address < a->begin)
+      where = fmt::format("{} bytes before the {}-byte allocation at {:#x}", a->begin - address, a->bytes, a->begin);
+    else
+      where = fmt::format("{} bytes past the start of the {}-byte allocation at {:#x}", address - a->begin, a->bytes, a->begin);
+  }
+  return fmt::format("out-of-bounds global {} of {} bytes at {:#x} ({})", access_name(flags), bytes, address, where);
+}
+
 }  // namespace
 
 void check_global(const void* pointer, int64_t bytes, uint32_t flags) {
@@ -60,14 +72,8 @@ void check_global(const void* pointer, int64_t bytes, uint32_t flags) {
   if (misaligned(address, bytes))
     abort_thread(fmt::format("misaligned {}-byte global {} at {:#x}", bytes, access_name(flags), address));
   if (launch.allocations.find(address, static_cast<size_t>(bytes))) return;
-  std::string where = "no allocation is near";
-  if (const Allocation* a = launch.allocations.nearest(address)) {
-    if (address < a->begin)
-      where = fmt::format("{} bytes before the {}-byte allocation at {:#x}", a->begin - address, a->bytes, a->begin);
-    else
-      where = fmt::format("{} bytes past the start of the {}-byte allocation at {:#x}", address - a->begin, a->bytes, a->begin);
-  }
-  abort_thread(fmt::format("out-of-bounds global {} of {} bytes at {:#x} ({})", access_name(flags), bytes, address, where));
+  // No string may live in this frame: abort_thread never unwinds it.
+  abort_thread(out_of_bounds_global(launch, address, bytes, flags));
 }
 
 void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {

@@ -27,7 +27,8 @@ struct WgmmaA {
 
 // The calling thread's part of D = A * B + (scale_d ? C : 0): c and d hold its n/2
 // accumulator registers (f32 or s32 bits). d receives placeholders; the values land at the
-// wgmma.wait_group that completes the group (runtime/emu/wgmma_ops.cpp).
+// wgmma.wait_group that completes the group (runtime/emu/wgmma_ops.cpp). Both throw a
+// KernelFault for what the kernel did wrong.
 void wgmma_mma_async(const WgmmaShape& shape, const WgmmaA& a, uint64_t desc_b, bool scale_d, const uint32_t* c,
                      uint32_t* d);
 // wgmma.wait_group.sync.aligned `pending`.

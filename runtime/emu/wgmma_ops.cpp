@@ -52,11 +52,11 @@ struct SharedMatrix {
 SharedMatrix decode_descriptor(uint64_t d, const char* which) {
   // Bits 14-15, 30-31, 46-48 and 52-61 hold nothing on sm_90a.
   constexpr uint64_t kReserved = uint64_t{3} << 14 | uint64_t{3} << 30 | uint64_t{7} << 46 | uint64_t{0x3ff} << 52;
-  if (d & kReserved) abort_thread(fmt::format("wgmma.mma_async: matrix descriptor {} {:#018x} sets reserved bits", which, d));
+  if (d & kReserved) throw KernelFault{fmt::format("wgmma.mma_async: matrix descriptor {} {:#018x} sets reserved bits", which, d)};
   if ((d >> 49) & 7)
-    abort_thread(fmt::format("wgmma.mma_async: matrix descriptor {} {:#018x} has a base offset; the emulator supports "
+    throw KernelFault{fmt::format("wgmma.mma_async: matrix descriptor {} {:#018x} has a base offset; the emulator supports "
                              "matrices whose swizzle pattern starts on its repeat boundary only (base offset 0)",
-                             which, d));
+                             which, d)};
   static constexpr int kSwizzle[] = {0, 128, 64, 32};
   return {static_cast<uint32_t>(d & 0x3fff) << 4, static_cast<uint32_t>((d >> 16) & 0x3fff) << 4,
           static_cast<uint32_t>((d >> 32) & 0x3fff) << 4, kSwizzle[d >> 62]};
@@ -87,14 +87,14 @@ class OperandReader {
     uint32_t bytes = static_cast<uint32_t>(bits / 8);
     uint32_t a = element_address(m, mn_major, mn, k, bytes);
     if (a + bytes > static_cast<uint64_t>(cta_.launch->shared_bytes))
-      abort_thread(fmt::format("wgmma.mma_async reads {} element ({}, {}) at shared address {:#x}, outside the CTA's {} "
-                               "bytes of shared memory", which, mn, k, a, cta_.launch->shared_bytes));
-    if (a % bytes) abort_thread(fmt::format("wgmma.mma_async: {} element at misaligned shared address {:#x}", which, a));
+      throw KernelFault{fmt::format("wgmma.mma_async reads {} element ({}, {}) at shared address {:#x}, outside the CTA's {} "
+                               "bytes of shared memory", which, mn, k, a, cta_.launch->shared_bytes)};
+    if (a % bytes) throw KernelFault{fmt::format("wgmma.mma_async: {} element at misaligned shared address {:#x}", which, a)};
     if (check_proxy_) {
       if (int writer = unfenced_generic_writer(cta_, a / 4); writer >= 0)
-        abort_thread(fmt::format("wgmma.mma_async reads {} at shared address {:#x}, which thread {} wrote through the "
+        throw KernelFault{fmt::format("wgmma.mma_async reads {} at shared address {:#x}, which thread {} wrote through the "
                                  "generic proxy without a fence.proxy.async since",
-                                 which, a, writer));
+                                 which, a, writer)};
     }
     uint32_t v = 0;
     std::memcpy(&v, cta_.shared + a, bytes);
@@ -199,7 +199,7 @@ void wgmma_mma_async(const WgmmaShape& shape, const WgmmaA& a, uint64_t desc_b, 
                      uint32_t* d) {
   Thread& t = *current().thread;
   if (!t.wgmma_fenced)
-    abort_thread("wgmma.mma_async without a wgmma.fence before it (since the start or the last wgmma.wait_group)");
+    throw KernelFault{"wgmma.mma_async without a wgmma.fence before it (since the start or the last wgmma.wait_group)"};
   std::vector<uint32_t> a_rows;
   if (shape.a_in_registers) a_rows = rows_from_registers(shape, a.words);
   int registers = shape.n / 2;
@@ -225,7 +225,7 @@ void wgmma_wait_group(int64_t pending) {
   while (t.committed_mmas.size() > static_cast<size_t>(std::max<int64_t>(pending, 0))) {
     for (const AsyncMma& m : t.committed_mmas.front())
       if (multiply(*m.shape, m.desc_a, {}, m.desc_b, false, nullptr, nullptr, /*check_proxy=*/false) != m.operand_hash)
-        abort_thread("shared memory read by a wgmma.mma_async changed before the wgmma.wait_group that completes it");
+        throw KernelFault{"shared memory read by a wgmma.mma_async changed before the wgmma.wait_group that completes it"};
     t.committed_mmas.pop_front();
     ++t.mma_groups_completed;
   }
@@ -241,11 +241,17 @@ uint32_t wgmma_landed(uint32_t word) {
   return value;
 }
 
+namespace {
+void wait_group_from_kernel(int64_t pending) {
+  unwinding_faults([&] { wgmma_wait_group(pending); });
+}
+}  // namespace
+
 void add_wgmma_symbols(codegen::HostSymbols& out) {
   auto add = [&](const char* nvvm, void* fn) { out.emplace_back(codegen::host_intrinsic_name(nvvm), fn); };
   add("llvm.nvvm.wgmma.fence.sync.aligned", reinterpret_cast<void*>(fence));
   add("llvm.nvvm.wgmma.commit_group.sync.aligned", reinterpret_cast<void*>(commit_group));
-  add("llvm.nvvm.wgmma.wait_group.sync.aligned", reinterpret_cast<void*>(wgmma_wait_group));
+  add("llvm.nvvm.wgmma.wait_group.sync.aligned", reinterpret_cast<void*>(wait_group_from_kernel));
   add("llvm.nvvm.fence.proxy.async.shared_cta", reinterpret_cast<void*>(fence_proxy_async_shared));
 }
 

@@ -226,5 +226,22 @@ TEST(EmulatorWgmma, UnknownInlinePtxIsReportedWithItsText) {
   EXPECT_THAT(error, HasSubstr("mov.b32 $0, 0;"));
 }
 
+TEST(EmulatorWgmma, MalformedWgmmaOperandsAreReportedNotThrown) {
+  const std::string name = "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"{$0, $1, $2, $3}, $8, $9, 1, 1, 1, 0, x;", "immediate x must be 0 or 1"},
+      {"{$0, $1, $2, $3}, $8, $9, 1, 1, 1, 0, 0", "expected ';' at the end of wgmma.mma_async"},
+      {"{$0, $1, $2, $3, $8, $9, 1, 1, 1, 0, 0;", "D's registers have no closing brace"},
+      {"{$0, $1, $2, $q}, $8, $9, 1, 1, 1, 0, 0;", "'$q' is not an operand"},
+      {"{$0, $1, $2, $3}, $8, , 1, 1, 1, 0, 0;", "B's descriptor is missing"},
+  };
+  for (const auto& [operands, why] : cases) {
+    Planted p;
+    p.mma_text = name + operands;
+    std::string error = error_of([&] { run(p); });
+    EXPECT_THAT(error, HasSubstr("the emulator cannot run this inline PTX (" + why + ")")) << operands;
+  }
+}
+
 }  // namespace
 }  // namespace tilejit

@@ -74,10 +74,11 @@ std::vector<std::string> split(const std::string& list) {
 }
 
 // wgmma.mma_async's operands after its name: "{d...}, a, b-desc, scale-d, immediates...;", a
-// being a descriptor or "{a0, a1, a2, a3}". Scanned by hand: std::regex matches by recursion,
+// being a descriptor or "{a0, a1, a2, a3}" (kept without its braces). Scanned by hand: std::regex matches by recursion,
 // one level per character, and a 128-register D overflows the small stack a fiber runs on.
 struct MmaOperands {
   std::string d, a, b, scale_d;
+  bool a_in_registers = false;
   std::vector<std::string> immediates;
 };
 
@@ -110,7 +111,8 @@ MmaOperands scan_mma_operands(std::string_view text, std::string_view rest) {
   o.d = braced("D's registers");
   expect(',', "after D");
   skip_space();
-  o.a = !rest.empty() && rest[0] == '{' ? "{" + braced("A's registers") + "}" : token("A's descriptor");
+  o.a_in_registers = !rest.empty() && rest[0] == '{';
+  o.a = o.a_in_registers ? braced("A's registers") : token("A's descriptor");
   expect(',', "after A");
   o.b = token("B's descriptor");
   expect(',', "after B");
@@ -139,13 +141,12 @@ void parse_mma(std::string_view text, const std::smatch& m, std::string_view ope
   MmaOperands o = scan_mma_operands(text, operands);
   for (const std::string& r : split(o.d)) p.d.push_back(operand_number(text, r));
   if (static_cast<int>(p.d.size()) != s.n / 2) unknown(text, fmt::format("D has {} registers, not {}", p.d.size(), s.n / 2));
-  const std::string& a = o.a;
-  s.a_in_registers = a[0] == '{';
+  s.a_in_registers = o.a_in_registers;
   if (s.a_in_registers) {
-    for (const std::string& r : split(a.substr(1, a.size() - 2))) p.a_words.push_back(operand_number(text, r));
+    for (const std::string& r : split(o.a)) p.a_words.push_back(operand_number(text, r));
     if (p.a_words.size() != 4) unknown(text, fmt::format("A has {} registers, not 4", p.a_words.size()));
   } else {
-    p.desc_a = operand_number(text, a);
+    p.desc_a = operand_number(text, o.a);
   }
   p.desc_b = operand_number(text, o.b);
   const std::string& scale_d = o.scale_d;

@@ -1,40 +1,42 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the project root with .device/ carried over (environment.sh sets
-# it up): runs the gpu tests, the emulator tests, the runtime, autotune, gemm and collectives
-# benchmarks, the Python peers of attention and scaled_dot, the CLI and the examples against
-# the GPU. Logs go to $OUT (or .device/out).
+# On the GPU machine, from the project root with .device/ carried over (bundle.sh makes it):
+# the whole GPU session in one command, most important first, within BUDGET seconds (default
+# 560, for a command limit of 600): the gpu tests, gemm against cuBLASLt, attention and
+# scaled_dot against PyTorch and JAX, the tuned packs of caches/ (tune_pack.sh), the collectives,
+# the gemm schedules, the runtime and collectives benchmarks, every registered kernel with its
+# PTX dumped (scripts/sass_report.sh reads it back here), and the autotuner's benchmarks. What
+# comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs.
+#   bash scripts/device/run_gpu.sh [BUDGET]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/environment.sh
-ldd $b/* | grep 'not found' | sort -u | tee "$out/missing_libraries.txt"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv | tee "$out/gpu.txt"
-run() {  # run NAME COMMAND...: logs to $out/NAME.log, prints the tail
-  local name="$1"; shift
-  echo "== $name"
-  "$@" >"$out/$name.log" 2>&1; local rc=$?
-  tail -n 15 "$out/$name.log"; echo "(exit $rc)"
-}
-echo "== info";      $b/tilejit info 2>&1 | tee "$out/info.log"
-run test_gpu     $b/test_gpu
-run test_gpu_collectives $b/test_gpu_collectives
-run test_runtime $b/test_runtime
-run test_emu     $b/test_emu
-run test_autotune $b/test_autotune
-run test_autotune_emu $b/test_autotune_emu
-run test_gemm  $b/test_gemm
-for k in $($b/tilejit list | awk '{print $1}'); do
-  TILEJIT_DUMP_DIR="$out/dump" $b/tilejit run "$k" --device cuda 2>&1 | tee -a "$out/run.log"
-done
-# The PTX of every kernel built comes back in $OUT/dump: scripts/sass_report.sh shows its SASS.
-$b/demo 2>&1 | tee "$out/demo.log"
-$b/tp_mlp --device cuda 2>&1 | tee "$out/tp_mlp.log"
-run runtime_bench $b/runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+source scripts/device/steps.sh
+start_steps "${1:-560}"
+bench_args=(--benchmark_repetitions=3 --benchmark_min_time=0.2s --benchmark_report_aggregates_only=true)
+
+{ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv
+  $b/tilejit info
+  echo "libraries not found:"; ldd $b/* | grep 'not found' | sort -u; } >"$logs/machine.log" 2>&1
+cat "$logs/machine.log"
+step test_gpu 150 $b/test_gpu
+step gemm_bench 100 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
+step peers 120 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
+step tune_pack_gemm 120 bash scripts/device/tune_pack.sh gemm
+step test_gpu_collectives 45 $b/test_gpu_collectives
+step tune_pack_attention 150 bash scripts/device/tune_pack.sh attention
+step gemm_schedules 60 $b/gemm_bench --benchmark_filter='^tilejit_schedule/' "${bench_args[@]}"
+step runtime_bench 30 $b/runtime_bench "${bench_args[@]}"
+step collectives_bench 40 $b/collectives_bench "${bench_args[@]}"
+# The PTX of every kernel built goes to dump/ in the logs: scripts/sass_report.sh shows its SASS.
+step kernels 60 bash -c 'for k in $("$1" list | awk "{print \$1}"); do TILEJIT_DUMP_DIR="$2" "$1" run "$k" --device cuda; done' \
+  _ $b/tilejit "$logs/dump"
+step examples 30 bash -c '"$1"/demo && "$1"/tp_mlp --device cuda' _ $b
 # Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
-run autotune_bench env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape|ColdStart)' \
-  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart)' \
+  --benchmark_repetitions=1
 # The cost model's top 8 against every config of the space, once per shape (each is minutes).
-run autotune_exhaustive $b/autotune_bench --benchmark_filter='BM_TopKAgainstExhaustive/.*cuda'
-run gemm_bench $b/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-# Attention and scaled_dot against PyTorch and JAX on this GPU, in the same run.
-run peers python3 bench/peers.py --tilejit $b/tilejit --json "$out/peers.json"
-run collectives_bench $b/collectives_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+step autotune_exhaustive 300 $b/autotune_bench --benchmark_filter='BM_TopKAgainstExhaustive/.*cuda'
+finish_steps
+echo "== gemm, median TFLOP/s"; grep -h '_median' "$logs/gemm_bench.log" 2>/dev/null |
+  sed -E 's/^([^ ]+).*(TFLOP\/s=[^ ]+).*/\1 \2/'
+echo "== peers"; tail -n 30 "$logs/peers.log" 2>/dev/null

@@ -16,7 +16,7 @@ namespace fc = boost::context::detail;
 namespace {
 
 thread_local CurrentThread running;
-thread_local fiber_sanitizer::Stack scheduler_stack;  // the host thread's own, which runs the scheduler
+thread_local fiber_sanitizer::Fiber scheduler_fiber;  // the host thread's own, which runs the scheduler
 
 // Uninitialized shared memory reads as this byte pattern (0xff..: a NaN for floats, -1 for
 // integers), so a kernel that reads before writing computes visibly wrong results.
@@ -26,14 +26,14 @@ std::string thread_name(const Cta& cta, int tid) {
   return fmt::format("block ({}, {}, {}), thread ({}, 0, 0)", cta.ctaid.x, cta.ctaid.y, cta.ctaid.z, tid);
 }
 
-[[noreturn]] void leave_fiber(Cta& cta) {
-  fiber_sanitizer::leaving_for_good(scheduler_stack);
+[[noreturn]] TSAN_NO_FRAME void leave_fiber(Cta& cta) {
+  fiber_sanitizer::leaving_for_good(scheduler_fiber);
   fc::jump_fcontext(cta.scheduler_context, nullptr);
   __builtin_unreachable();  // the scheduler never resumes an exited or aborted thread
 }
 
-void fiber_main(fc::transfer_t from) {
-  fiber_sanitizer::arrived(nullptr, &scheduler_stack);
+TSAN_NO_FRAME void fiber_main(fc::transfer_t from) {
+  fiber_sanitizer::arrived(nullptr, &scheduler_fiber);
   Cta& cta = *running.cta;
   cta.scheduler_context = from.fctx;
   Thread& self = *static_cast<Thread*>(from.data);
@@ -55,7 +55,7 @@ CurrentThread& current() { return running; }
 void yield_to_scheduler() {
   Cta& cta = *running.cta;
   void* sanitizer_state = nullptr;
-  fiber_sanitizer::leaving(&sanitizer_state, scheduler_stack);
+  fiber_sanitizer::leaving(&sanitizer_state, scheduler_fiber);
   fc::transfer_t back = fc::jump_fcontext(cta.scheduler_context, nullptr);
   fiber_sanitizer::arrived(sanitizer_state, nullptr);
   cta.scheduler_context = back.fctx;
@@ -95,6 +95,7 @@ void CtaRunner::reserve_stacks(int threads) {
   for (int i = 0; i < threads; ++i)
     if (mprotect(stacks_ + slot * static_cast<size_t>(i), page_bytes_, PROT_NONE) != 0)
       fail("emulator: cannot protect the guard page of fiber stack {} of {}", i, threads);
+  tsan_fibers_.reserve(static_cast<size_t>(threads));
   stack_count_ = threads;
 }
 
@@ -122,6 +123,7 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
   std::vector<Cta> ctas(size);
   const int64_t total = int64_t{n} * static_cast<int64_t>(size);
   Cluster cluster{cluster_id, {}, total, 0, 0};
+  scheduler_fiber.tsan = fiber_sanitizer::current_tsan_fiber();
   for (size_t rank = 0; rank < size; ++rank) {
     Cta& cta = ctas[rank];
     cta.launch = &launch;
@@ -140,15 +142,28 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
     for (int i = 0; i < n; ++i) {
       Thread& t = cta.threads[static_cast<size_t>(i)];
       t.tid = i;
-      std::byte* bottom = stack_bottom(rank * static_cast<size_t>(n) + static_cast<size_t>(i));
+      std::byte* bottom = stack_bottom(slot(cta, t));
       fiber_sanitizer::reuse(bottom, stack_bytes_);
       t.context = fc::make_fcontext(bottom + stack_bytes_, stack_bytes_, fiber_main);
     }
     cluster.ctas.push_back(&cta);
   }
+  std::string error = run_to_end(ctas, launch, index);
+  // A thread that did not exit never unwound: its TSan fiber still holds its frames.
+  for (const Cta& cta : ctas)
+    for (const Thread& t : cta.threads)
+      if (t.state != ThreadState::exited) tsan_fibers_.renew(slot(cta, t));
+  return error;
+}
 
+size_t CtaRunner::slot(const Cta& cta, const Thread& t) {
+  return cta.rank * cta.threads.size() + static_cast<size_t>(t.tid);
+}
+
+std::string CtaRunner::run_to_end(std::vector<Cta>& ctas, Launch& launch, uint64_t index) {
   // Round robin over the threads of every CTA of the cluster, until all have exited; the
   // first error ends the run.
+  const int64_t total = launch.num_threads * static_cast<int64_t>(ctas.size());
   int64_t finished = 0;
   while (finished < total) {
     bool ran = false;
@@ -157,8 +172,8 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
         if (t.state != ThreadState::runnable) continue;
         running = {&cta, &t};
         void* sanitizer_state = nullptr;
-        size_t slot = cta.rank * static_cast<size_t>(n) + static_cast<size_t>(t.tid);
-        fiber_sanitizer::leaving(&sanitizer_state, {stack_bottom(slot), stack_bytes_});
+        size_t s = slot(cta, t);
+        fiber_sanitizer::leaving(&sanitizer_state, {stack_bottom(s), stack_bytes_, tsan_fibers_[s]});
         fc::transfer_t back = fc::jump_fcontext(t.context, &t);
         fiber_sanitizer::arrived(sanitizer_state, nullptr);
         t.context = back.fctx;

@@ -31,6 +31,9 @@ class CtaRunner {
 
  private:
   void reserve_stacks(int threads);
+  // Runs the CTAs' threads until all exited, one failed or the CTAs are stuck; the error.
+  std::string run_to_end(std::vector<Cta>& ctas, Launch& launch, uint64_t index);
+  static size_t slot(const Cta& cta, const Thread& t);  // its stack's, among the cluster's
   std::byte* stack_bottom(size_t slot) const;  // the lowest address of the stack of the cluster's thread `slot`
   std::byte* window(size_t rank);  // the shared memory of the cluster's CTA `rank`
   std::string stuck_message(const Cta& cta) const;
@@ -40,6 +43,7 @@ class CtaRunner {
   std::byte* stacks_ = nullptr;  // one mapping: [guard page | stack] per thread
   size_t mapped_bytes_ = 0;
   int stack_count_ = 0;
+  fiber_sanitizer::TsanFibers tsan_fibers_;  // one per stack
   struct FreeWindow {
     void operator()(std::byte* p) const { std::free(p); }
   };

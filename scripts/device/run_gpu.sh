@@ -5,13 +5,14 @@
 # scaled_dot against PyTorch and JAX, the tuned packs of caches/ (tune_pack.sh), the collectives,
 # the gemm schedules, the runtime and collectives benchmarks, every registered kernel with its
 # PTX dumped (scripts/sass_report.sh reads it back here), and the autotuner's benchmarks. What
-# comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs.
-#   bash scripts/device/run_gpu.sh [BUDGET]
+# comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs. Naming steps
+# runs only those (a later session picks up where a cut-off one stopped):
+#   bash scripts/device/run_gpu.sh [BUDGET [STEP...]]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/environment.sh
 source scripts/device/steps.sh
-start_steps "${1:-560}"
+start_steps "${1:-560}" "${@:2}"
 bench_args=(--benchmark_repetitions=3 --benchmark_min_time=0.2s --benchmark_report_aggregates_only=true)
 
 { nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv

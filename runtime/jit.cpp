@@ -206,8 +206,15 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
   void* values[kMaxParams + (kMaxParamsPerDescriptor - 1) * kMaxDescriptors];
   TensorMap maps[kMaxDescriptors];
   TensorDescriptorParams descriptors[kMaxDescriptors];
+  int64_t widened[kMaxParams];  // i32 arguments of i64 parameters, sign-extended
   size_t n = 0, d = 0;
-  for (const KernelArg& a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg& a = args[i];
+    if (a.kind() == KernelArg::Kind::i32 && state_->params[i].dtype == DType::i64 && !state_->params[i].pointer) {
+      widened[i] = integer_value(a);
+      values[n++] = &widened[i];
+      continue;
+    }
     if (a.kind() != KernelArg::Kind::tensor_descriptor) {
       values[n++] = const_cast<void*>(a.value());
       continue;

@@ -138,7 +138,11 @@ class CudaDevice final : public Device {
   std::shared_ptr<LoadedKernel> load(const KernelRequest& request) override;
   TensorMap encode_tensor_map(const TensorDescriptor& descriptor, int row_slices) override {
     // Kernels for GPUs without TMA read the blocks through the other parameters.
-    return info_.cc_major >= 9 ? encode_tiled_tensor_map(descriptor, row_slices) : TensorMap{};
+    if (info_.cc_major < 9) return TensorMap{};
+    // A launch encodes its maps before it makes the context current, and the driver may want
+    // one (its documented errors include CUDA_ERROR_INVALID_CONTEXT).
+    make_current(context_);
+    return encode_tiled_tensor_map(descriptor, row_slices);
   }
   void launch(LoadedKernel& kernel, const LaunchDims& dims, void** args, Stream& stream) override;
 

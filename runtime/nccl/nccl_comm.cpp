@@ -234,17 +234,24 @@ std::vector<std::unique_ptr<NcclComm>> NcclComm::create_local(const std::vector<
 
 std::unique_ptr<NcclComm> NcclComm::split(int color, int key) {
   std::unique_ptr<NcclComm> child(new NcclComm(*device_, timeout_));
-  ncclComm* handle = nullptr;
   {
     std::unique_lock lock(mutex_);
     ncclComm* parent = live("ncclCommSplit");
     make_current();
     ncclConfig_t config = nonblocking_config();
-    ncclResult_t r = api().ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &handle, &config);
-    child->comm_ = handle;  // owned from here on, also when the parent's poll throws
-    finish(r, "ncclCommSplit", lock);
+    // NCCL writes the new communicator into child->comm_ only when the split's job, which the
+    // parent's poll waits for, has finished: until then the handle reads null.
+    ncclResult_t r = api().ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child->comm_, &config);
+    try {
+      finish(r, "ncclCommSplit", lock);
+    } catch (const Error&) {
+      // Aborted while the job may still run and write the handle: the child stays allocated
+      // for it (and whatever communicator it gets is never used).
+      if (r == ncclInProgress) static_cast<void>(child.release());
+      throw;
+    }
   }
-  if (!handle) return nullptr;
+  if (!child->comm_) return nullptr;
   std::unique_lock lock(child->mutex_);
   child->finish(ncclInProgress, "ncclCommSplit", lock);
   child->read_rank_and_size();

@@ -81,6 +81,20 @@ TEST(LaunchApi, GridsBeyondAGpusLimitsAreErrors) {
   EXPECT_TRUE(std::isnan(b.out.to_host<float>()[0]));
 }
 
+// An i32 argument of an i64 parameter arrives sign-extended: -5 stays -5, not 2^32 - 5.
+TEST(LaunchApi, I32ArgumentOfAnI64ParameterIsSignExtended) {
+  JitKernel k(define_kernel("add_offset", {"out", "v"}, {}, [](const Constants&, Ptr<i64> out, Scalar<i64> v) {
+    Tile offs = arange(0, 4);
+    store(out + offs, cast(offs, i64) + v);
+  }));
+  Tensor out = Tensor::empty(Device::emu(), DType::i64, {4});
+  for (KernelArg v : {KernelArg(int32_t{-5}), KernelArg(int64_t{-5})}) {
+    out.fill_bytes(0xff);
+    k.launch(Device::emu().default_stream(), {1}, out, v);
+    EXPECT_EQ(out.to_host<int64_t>(), (std::vector<int64_t>{-5, -4, -3, -2})) << v.describe();
+  }
+}
+
 TEST(LaunchApi, UnknownConstantIsAnError) {
   JitKernel k(scale_kernel());
   EXPECT_THAT(error_of([&] { k.with({{"BLOKC", 64}}); }), HasSubstr("BLOKC"));

@@ -111,6 +111,10 @@ CublasLtGemm::CublasLtGemm(Device& gpu, const PeerGemmShape& s) {
   cublasOperation_t op_x = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, op_y = CUBLAS_OP_N;
   check(a.desc_set(st.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_x, sizeof op_x), "set TRANSA");
   check(a.desc_set(st.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_y, sizeof op_y), "set TRANSB");
+  if (s.fast_accumulation) {
+    int8_t fast = 1;
+    check(a.desc_set(st.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "set FAST_ACCUM");
+  }
   cudaDataType_t in = cuda_type(s.operands), out = cuda_type(s.out);
   auto n = static_cast<uint64_t>(s.n), m = static_cast<uint64_t>(s.m), k = static_cast<uint64_t>(s.k);
   if (s.b_transposed) check(a.layout_create(&st.x, in, k, n, static_cast<int64_t>(k)), "layout of B");

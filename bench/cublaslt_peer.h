@@ -18,6 +18,9 @@ struct PeerGemmShape {
   bool tf32 = false;             // f32 operands through tf32 tensor cores
   int64_t m = 0, n = 0, k = 0;
   bool b_transposed = false;     // B given as (N, K) (cuBLASLt's fp8 and int8 kernels want it)
+  // fp8: sums each run of K in the tensor cores' accumulator, as tilejit's kernels do, instead
+  // of moving it into f32 registers every few steps (CUBLASLT_MATMUL_DESC_FAST_ACCUM).
+  bool fast_accumulation = false;
 };
 
 class CublasLtGemm {

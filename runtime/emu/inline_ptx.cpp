@@ -136,7 +136,10 @@ void parse_mma(std::string_view text, const std::smatch& m, std::string_view ope
   s.a = encoding(text, m[4]);
   s.b = encoding(text, m[5]);
   int bits = element_bits(s.a);
-  if (s.k != 256 / bits || element_bits(s.b) != bits || (s.integer != (s.a == Encoding::s8)) || s.n % 8 || s.n > 256)
+  // N is a multiple of 8 up to 256; integer products come in fewer widths (8 to 32, then
+  // multiples of 16).
+  bool width = s.n >= 8 && s.n <= 256 && s.n % 8 == 0 && (!s.integer || s.n <= 32 || s.n % 16 == 0);
+  if (s.k != 256 / bits || element_bits(s.b) != bits || (s.integer != (s.a == Encoding::s8)) || !width)
     unknown(text, "shape and types do not form a wgmma.mma_async instruction");
   MmaOperands o = scan_mma_operands(text, operands);
   for (const std::string& r : split(o.d)) p.d.push_back(operand_number(text, r));

@@ -243,5 +243,21 @@ TEST(EmulatorWgmma, MalformedWgmmaOperandsAreReportedNotThrown) {
   }
 }
 
+// s32 accumulators come in N = 8 to 32 and multiples of 16: n40 is refused as ptxas refuses
+// it, n48 passes the shape check (and is refused for its register count, which the planted
+// kernel does not match).
+TEST(EmulatorWgmma, IntegerWidthsTheHardwareLacksAreRefused) {
+  const std::string operands = "{$0, $1, $2, $3}, $8, $9, 1;";
+  const std::pair<std::string, std::string> cases[] = {
+      {"wgmma.mma_async.sync.aligned.m64n40k32.s32.s8.s8 ", "shape and types do not form a wgmma.mma_async instruction"},
+      {"wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.s8 ", "D has 4 registers, not 24"},
+  };
+  for (const auto& [name, why] : cases) {
+    Planted p;
+    p.mma_text = name + operands;
+    EXPECT_THAT(error_of([&] { run(p); }), HasSubstr("the emulator cannot run this inline PTX (" + why + ")")) << name;
+  }
+}
+
 }  // namespace
 }  // namespace tilejit

@@ -60,6 +60,7 @@ struct AsyncMma {
 struct PendingResult {
   uint32_t value = 0;
   uint64_t group = 0;  // the thread's commit-group number of the wgmma that wrote it
+  const struct WgmmaShape* shape = nullptr;  // of that wgmma
 };
 
 // The tensor map of an emulated TMA copy (runtime/emu/tensor_map.h): rows of columns, with up

@@ -207,6 +207,12 @@ void wgmma_mma_async(const WgmmaShape& shape, const WgmmaA& a, uint64_t desc_b, 
   for (uint32_t& word : accumulated) {
     auto held = t.pending_results.find(word);
     if (held == t.pending_results.end()) continue;
+    // Only a wgmma of the same shape may take a running one's accumulator without a wait.
+    const WgmmaShape& running = *held->second.shape;
+    if (running.n != shape.n || running.k != shape.k || running.integer != shape.integer)
+      throw KernelFault{fmt::format("wgmma.mma_async m64n{}k{} accumulates into the registers of a running m64n{}k{}: "
+                                    "only one of the same shape may, without a wgmma.wait_group first",
+                                    shape.n, shape.k, running.n, running.k)};
     word = held->second.value;
     t.pending_results.erase(held);
   }
@@ -216,7 +222,7 @@ void wgmma_mma_async(const WgmmaShape& shape, const WgmmaA& a, uint64_t desc_b, 
   t.open_mmas.push_back({a.descriptor, desc_b, &shape, hash});
   for (int i = 0; i < registers; ++i) {
     d[i] = placeholder(t);
-    t.pending_results[d[i]] = {result[static_cast<size_t>(i)], t.mma_groups_committed};
+    t.pending_results[d[i]] = {result[static_cast<size_t>(i)], t.mma_groups_committed, &shape};
   }
 }
 

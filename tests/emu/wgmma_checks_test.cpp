@@ -34,6 +34,7 @@ struct Planted {
   // out[512..1023], those after `wait_group 0` to out[0..511].
   bool two_groups = false;
   std::string mma_text;  // empty: the wgmma.mma_async the compiler writes
+  std::string second_mma_text;  // two_groups: the second group's (empty: the first's)
 };
 
 constexpr const char* kQuad = "{ float, float, float, float }";
@@ -112,7 +113,8 @@ filled:
   ir += tied_call("d", mma, ",l,l,r", {"0.0", "0.0", "0.0", "0.0"}, descriptors) + commit;
   std::string last = "d";
   if (p.two_groups) {
-    ir += tied_call("e", mma, ",l,l,r", results_of("d"), descriptors) + commit;
+    const std::string& second = p.second_mma_text.empty() ? mma : p.second_mma_text;
+    ir += tied_call("e", second, ",l,l,r", results_of("d"), descriptors) + commit;
     ir += tied_call("v", "wgmma.wait_group.sync.aligned 1;", "", results_of("e"), "") + store_four("v", 512);
     last = "v";
   }
@@ -197,6 +199,18 @@ TEST(EmulatorWgmma, GroupsAccumulatingIntoTheSameRegistersLandAtTheirWait) {
   // After wait_group 1 the second group is still in flight: its registers are not there yet.
   for (float v : r.after_first_wait) ASSERT_TRUE(std::isnan(v)) << v;
   EXPECT_EQ(r.got, r.expected);  // both products, the second accumulated onto the first
+}
+
+// A wgmma of another shape (here K = 32 instead of 16) may not take over a running one's
+// accumulator: the hardware keeps it in flight only between instructions of the same shape.
+TEST(EmulatorWgmma, ChainingIntoARunningWgmmaOfAnotherShapeIsReported) {
+  Planted p;
+  p.two_groups = true;
+  p.second_mma_text =
+      "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, $10, 0;\\0Awgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
+      "{$0, $1, $2, $3}, $8, $9, p, 1, 1;\\0A}";
+  EXPECT_THAT(error_of([&] { run(p); }),
+              HasSubstr("wgmma.mma_async m64n8k32 accumulates into the registers of a running m64n8k16"));
 }
 
 TEST(EmulatorWgmma, GenericWritesWithoutProxyFenceAreReported) {

@@ -63,9 +63,7 @@ bool accepts(const ParamCheck& p, const KernelArg& a) {
   }
 }
 
-int64_t integer_value(const KernelArg& a) {
-  return a.kind() == KernelArg::Kind::i32 ? static_cast<int32_t>(a.bits()) : static_cast<int64_t>(a.bits());
-}
+int64_t integer_value(const KernelArg& a) { return static_cast<int64_t>(a.bits()); }
 
 // The largest grid a GPU launches (every arch since sm_30); the emulator keeps to it too, so
 // a launch it runs never fails on a GPU.
@@ -206,15 +204,8 @@ void BoundKernel::launch_args(Stream& stream, const LaunchDims& dims, std::span<
   void* values[kMaxParams + (kMaxParamsPerDescriptor - 1) * kMaxDescriptors];
   TensorMap maps[kMaxDescriptors];
   TensorDescriptorParams descriptors[kMaxDescriptors];
-  int64_t widened[kMaxParams];  // i32 arguments of i64 parameters, sign-extended
   size_t n = 0, d = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const KernelArg& a = args[i];
-    if (a.kind() == KernelArg::Kind::i32 && state_->params[i].dtype == DType::i64 && !state_->params[i].pointer) {
-      widened[i] = integer_value(a);
-      values[n++] = &widened[i];
-      continue;
-    }
+  for (const KernelArg& a : args) {
     if (a.kind() != KernelArg::Kind::tensor_descriptor) {
       values[n++] = const_cast<void*>(a.value());
       continue;

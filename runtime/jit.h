@@ -54,7 +54,8 @@ class KernelArg {
       : kind_(Kind::pointer), dtype_(detail::dtype_of<std::remove_const_t<T>>()) {
     set(const_cast<std::remove_const_t<T>*>(device_pointer));
   }
-  KernelArg(int32_t v) : kind_(Kind::i32) { set(v); }  // NOLINT
+  // Held sign-extended: an i32 parameter reads the low half, an i64 one (widening) the whole.
+  KernelArg(int32_t v) : kind_(Kind::i32) { set(int64_t{v}); }  // NOLINT
   KernelArg(int64_t v) : kind_(Kind::i64) { set(v); }  // NOLINT
   KernelArg(float v) : kind_(Kind::f32) { set(v); }    // NOLINT
   KernelArg(const Tensor& t);                          // NOLINT: its data pointer, typed by its dtype

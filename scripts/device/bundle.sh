@@ -21,6 +21,6 @@ libraries=$(ldd .device/bin/* | awk '/=> \// {print $3}' | sort -u |
             grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|ld-linux-x86-64|libpthread|libdl|librt)\.so')
 packages=$(for l in $libraries; do dpkg -S "$(readlink -f "$l")" 2>/dev/null || dpkg -S "$l"; done | cut -d: -f1 | sort -u)
 (cd .device/debs && rm -f ./*.deb && apt-get download $packages >/dev/null)
-rm -f .device/bin.tar.gz
+rm -f .device/bin.tar.gz  # an earlier gzip bundle would travel too
 tar -C .device -cJf .device/bin.tar.xz bin && rm -rf .device/bin
 du -sh .device/bin.tar.xz .device/debs

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine (bundle as for run_gpu.sh, which runs both families): tunes one family of the library's kernels into
-# a fresh kernel cache and packs the tuned configs with the kernels they run (not the other
-# candidates') into $OUT/<arch>-<family>.tjpack, which goes under caches/ so that an
-# application on that GPU starts with tuned kernels:
+# On the GPU machine (bundle as for run_gpu.sh, which runs both families): tunes one family of
+# the library's kernels into a fresh kernel cache and packs the tuned configs with the kernels
+# they run (not the other candidates') into $OUT/<arch>-<family>.tjpack, which goes under
+# caches/ so that an application on that GPU starts with tuned kernels:
 #   TILEJIT_PREBUILT=caches/sm_90a-gemm.tjpack:caches/sm_90a-attention.tjpack ./app
 # With STEP_SECONDS set (run_gpu.sh sets it), the tuning stops in time to pack what it finished
 # (every trial is recorded as it is made; the same command later resumes where this one stopped).

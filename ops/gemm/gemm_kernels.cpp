@@ -1,6 +1,7 @@
 #include "ops/gemm/gemm_kernels.h"
 
 #include "dsl/builder.h"
+#include "ops/common/f32_dot.h"
 #include "ops/common/op_kernels.h"
 #include "ops/gemm/gemm_epilogue.h"
 #include "ops/gemm/matrix_argument.h"
@@ -129,7 +130,7 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
           };
           Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
             Tile k_in = ks + k < k_end;  // (BLOCK_K)
-            return dot(a_tile(k, k_in), b_tile(k, k_in), acc, f.precision);  // (BLOCK_M, BLOCK_N)
+            return f32_dot(a_tile(k, k_in), b_tile(k, k_in), acc, f.precision);  // (BLOCK_M, BLOCK_N)
           });
 
           Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)

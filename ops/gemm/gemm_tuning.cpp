@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "autotune/bucket_config.h"
+#include "ops/common/f32_dot.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -48,10 +49,14 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
       return c["cluster_x"] == 1 || c["warp_specialize"] == 1;
     });
   }
-  // At most 128 accumulator values per thread: more spill.
-  space.require("BLOCK_M * BLOCK_N <= 128 * 32 * num_warps", [](const Config& c, const ProblemShape&) {
-    return c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"];
-  });
+  // At most 128 accumulator values per thread: more spill. fp8 holds each K block's product
+  // beside the accumulator (ops/common/f32_dot.h).
+  const int64_t accumulators = f32_dot_accumulators(spec.a);
+  space.require(fmt::format("{}BLOCK_M * BLOCK_N <= 128 * 32 * num_warps",
+                            accumulators > 1 ? fmt::format("{} * ", accumulators) : ""),
+                [accumulators](const Config& c, const ProblemShape&) {
+                  return accumulators * c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"];
+                });
   // Every slice keeps at least two BLOCK_K steps.
   space.require("SPLIT_K * 2 * BLOCK_K <= K", [](const Config& c, const ProblemShape& s) {
     return c["SPLIT_K"] == 1 || 2 * c["SPLIT_K"] * c["BLOCK_K"] <= s["K"];

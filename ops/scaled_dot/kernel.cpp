@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/common/f32_dot.h"
 #include "ops/common/named_arguments.h"
 #include "ops/common/op_kernels.h"
 
@@ -107,7 +108,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
           const Tile& group = arg["group"];
           acc = for_range(0, K, group, zero, [&](Tile kg, Tile acc) {
             Tile partial = for_range(kg, kg + group, bk, zero, [&](Tile k, Tile sum) {
-              return dot(for_dot(a_tile(k, row_ok)), for_dot(b_tile(k, col_ok)), sum, spec.precision);
+              return f32_dot(for_dot(a_tile(k, row_ok)), for_dot(b_tile(k, col_ok)), sum, spec.precision);
             });  // (BLOCK_M, BLOCK_N)
             if (spec.lhs_scale) {
               Tile s = load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"], rows < M);
@@ -137,7 +138,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                             b_mask);  // (BLOCK_K, BLOCK_N)
               b = cast(b, f32) * cast(s, f32);
             }
-            return dot(for_dot(a), for_dot(b), acc, spec.precision);
+            return f32_dot(for_dot(a), for_dot(b), acc, spec.precision);
           });
         }
         Tile out_ptrs = arg["out"] + batch * (cast(M, i64) * cast(N, i64)) + expand_dims(rows, 1) * N +

@@ -6,8 +6,8 @@
 // of the compiler's layouts (codegen/mma_layout.h), so a layout bug shows up as wrong numbers.
 //
 // Numerics: products of the inputs are exact, and each element of D is C plus the sum of its
-// k products, rounded once to f32. PTX leaves the order and intermediate precision of the sum
-// unspecified; this is its most accurate reading. tf32 operands use only their top 19 bits.
+// k products, made an f32 as tensor_core_result says: rounded once, except that fp8's narrow
+// accumulator is modelled. tf32 operands use only their top 19 bits.
 // s8 products accumulate exactly into s32, wrapping on overflow (no .satfinite).
 #include <bit>
 #include <cmath>
@@ -56,7 +56,7 @@ void mma_warp(WarpExchange& w) {
       } else {
         double sum = c[p.row][p.col];
         for (int k = 0; k < K; ++k) sum += a[p.row][k] * b[k][p.col];
-        w.words_out[lane][i] = std::bit_cast<uint32_t>(static_cast<float>(sum));
+        w.words_out[lane][i] = std::bit_cast<uint32_t>(tensor_core_result(EA, sum));
       }
     }
 }

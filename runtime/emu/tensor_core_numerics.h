@@ -1,5 +1,6 @@
 // Internal to the emulator: the element encodings the tensor-core instructions take
-// (mma.sync, wgmma), decoded exactly into doubles.
+// (mma.sync, wgmma), decoded exactly into doubles, and how an instruction's exact sum
+// becomes its f32 result.
 #pragma once
 
 #include <bit>
@@ -47,6 +48,28 @@ inline double decode(Encoding e, uint32_t bits) {
     case Encoding::s8: return static_cast<int8_t>(bits);
   }
   return NAN;
+}
+
+inline bool is_fp8(Encoding e) { return e == Encoding::e4m3 || e == Encoding::e5m2; }
+
+// The f32 result of a tensor-core instruction whose operands are `operands` and whose exact
+// sum (C plus the products) is `exact`.
+//
+// fp8 operands: the tensor cores of sm_89 and sm_90 sum them in an accumulator narrower than
+// f32. Published measurements of H100 and Ada agree that the result leaves each instruction
+// with 13 fraction bits, the rest cut off toward zero (an "e8m13" accumulator; DeepSeek-V3's
+// report: "around 14 bits"), so a chain of instructions over a long K drifts from an f32 sum
+// as the sum grows. The emulator models that loss between instructions, which is what a
+// kernel must work around (by adding each block's product into an f32 accumulator); the
+// finer rounding of the products inside one instruction is not modelled.
+//
+// Other operands: one rounding to nearest, PTX's most accurate reading (the ISA leaves the
+// order and intermediate precision of the sum unspecified).
+inline float tensor_core_result(Encoding operands, double exact) {
+  if (!is_fp8(operands) || exact == 0 || !std::isfinite(exact)) return static_cast<float>(exact);
+  int exponent;
+  const double fraction = std::frexp(exact, &exponent);  // 0.5 <= |fraction| < 1
+  return static_cast<float>(std::ldexp(std::trunc(std::ldexp(fraction, 14)), exponent - 14));
 }
 
 }  // namespace tilejit::emu

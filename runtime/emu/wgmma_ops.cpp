@@ -26,8 +26,8 @@
 //     wgmma.wait_group computes with NaN. A wait that takes the register as an operand
 //     delivers its value once the group is complete; a later wgmma.mma_async accumulating
 //     into the register (allowed without a wait) takes the value held back for it.
-// Numerics as for mma.sync (runtime/emu/mma_ops.cpp): exact products, one rounding to f32;
-// s32 wraps.
+// Numerics as for mma.sync (runtime/emu/mma_ops.cpp): exact products, the sum's f32 result
+// as tensor_core_result gives it (fp8's narrow accumulator modelled); s32 wraps.
 #include "runtime/emu/wgmma.h"
 
 #include <bit>
@@ -39,6 +39,7 @@
 #include "runtime/emu/cta.h"
 #include "runtime/emu/mma_fragments.h"
 #include "runtime/emu/runtime_symbols.h"
+#include "runtime/emu/tensor_core_numerics.h"
 #include "runtime/emu/warp_sync.h"
 
 namespace tilejit::emu {
@@ -166,7 +167,7 @@ uint64_t multiply(const WgmmaShape& s, uint64_t desc_a, const std::vector<uint32
     } else {
       double sum = scale_d ? std::bit_cast<float>(c[i]) : 0.0;
       for (int k = 0; k < s.k; ++k) sum += ar[k] * bc[k];
-      d[i] = std::bit_cast<uint32_t>(static_cast<float>(sum));
+      d[i] = std::bit_cast<uint32_t>(tensor_core_result(s.a, sum));
     }
   }
   return reader.hash();

@@ -55,6 +55,11 @@ inline bool is_ieee_like(DType d) {
   return d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f8e4m3 || d == DType::f8e5m2;
 }
 inline bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
+// The relative error, against the sum of |products|, allowed a chain of `instructions` fp8
+// tensor-core instructions: between two of them the sum keeps 13 fraction bits
+// (runtime/emu/tensor_core_numerics.h), so each may lose 2^-13 of it; twice that is allowed,
+// for the rounding inside an instruction, which a GPU adds and the emulator does not model.
+inline double fp8_chain_error(int64_t instructions) { return static_cast<double>(instructions) * std::ldexp(1.0, -12); }
 
 inline FloatFormat format_of(DType d) {
   switch (d) {

@@ -153,17 +153,17 @@ TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
   EXPECT_TRUE(scattered.b.has_value());
 }
 
-// An fp8 B given (K, N), which wgmma reads stored transposed: with 3 or more stages its dot
+// An int8 B given (K, N), which wgmma reads stored transposed: with 3 or more stages its dot
 // stays in flight and each stage holds a transposed tile too. The heuristic keeps what that
 // needs within an H100's shared memory: the wide 128 x 256 tile takes 2 stages (4 with their
 // transposed tiles would need 320 KiB), the 128 x 128 one 3, and the kernel built fits.
-TEST(GemmDescriptors, AnFp8BGivenKByNKeepsItsTransposedTilesWithinSharedMemory) {
+TEST(GemmDescriptors, AnInt8BGivenKByNKeepsItsTransposedTilesWithinSharedMemory) {
   Device& device = Device::by_name("emu:sm_90a");
   DeviceInfo h100 = device.info();
   h100.sm_count = 132, h100.shared_per_block_optin = 227 * 1024;
   for (int64_t mn : {8192, 1024}) {
     SCOPED_TRACE(mn);
-    Tensor a = Tensor::empty(device, DType::f8e4m3, {mn, 1024}), b = Tensor::empty(device, DType::f8e4m3, {1024, mn});
+    Tensor a = Tensor::empty(device, DType::i8, {mn, 1024}), b = Tensor::empty(device, DType::i8, {1024, mn});
     gd::GemmProblem p = gd::check_gemm(a, b, {}, nullptr);
     gd::set_output(p, Tensor::empty(device, p.features.out, p.out_shape));
     gd::GemmConfig config = gd::heuristic_gemm_config(p, h100);
@@ -183,7 +183,8 @@ TEST(GemmDescriptors, AnFp8BGivenKByNKeepsItsTransposedTilesWithinSharedMemory) 
 
 // The kernels gemm builds with an H100's default configs (132 multiprocessors, 227 KiB of
 // shared memory per block) at the sizes its benchmarks run: 128 x 256 tiles in a 4-stage
-// pipeline, which ptxas accepts for sm_90a without spills; both operands come through TMA,
+// pipeline (fp8: 128 x 128 in 3, its block products beside the accumulator), which ptxas
+// accepts for sm_90a without spills; both operands come through TMA,
 // the products through wgmma, and the output leaves by TMA. The same with a producer warpgroup (warp_specialize): one
 // more warpgroup in the launch, registers moved to the consumers, their barriers named; and
 // persistent, with and without it (the ring position carried from tile to tile in registers,
@@ -197,10 +198,11 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
     DType a, b;
     int64_t m, n, k;
     bool a_km = false, b_nk = false;  // A stored (K, M), B stored (N, K)
+    int64_t block_n = 256, stages = 4;  // the heuristic's
   };
   const DType bf16 = DType::bf16, e4m3 = DType::f8e4m3;
   for (const Problem& s : {Problem{bf16, bf16, 4096, 4096, 4096}, Problem{bf16, bf16, 4096, 4096, 4096, true, true},
-                           Problem{e4m3, e4m3, 8192, 8192, 4096, false, true},
+                           Problem{e4m3, e4m3, 8192, 8192, 4096, false, true, 128, 3},
                            Problem{DType::i8, DType::i8, 4096, 4096, 4096, false, true}}) {
     SCOPED_TRACE(name_of(s.a) + (s.a_km ? " A (K, M)" : " A (M, K)") + (s.b_nk ? " B (N, K)" : " B (K, N)"));
     Tensor a = Tensor::empty(device, s.a, s.a_km ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k});
@@ -212,8 +214,8 @@ TEST(GemmDescriptors, H100DefaultConfigsAssembleWithoutSpills) {
     gd::GemmConfig config = gd::heuristic_gemm_config(p, h100);
     EXPECT_EQ(config.split_k, 1);
     EXPECT_EQ(config.block_m, 128);
-    EXPECT_EQ(config.block_n, 256);
-    EXPECT_EQ(config.num_stages, 4);
+    EXPECT_EQ(config.block_n, s.block_n);
+    EXPECT_EQ(config.num_stages, s.stages);
     gd::GemmOperands operands = gd::gemm_operands(p, config, h100);
     EXPECT_TRUE(operands.a && operands.b);
     // Consumer warps and the registers setmaxnreg gives each: what 384 or 640 threads

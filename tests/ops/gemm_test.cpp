@@ -30,6 +30,22 @@ TEST(Gemm, EveryOperandPairing) {
     }
 }
 
+// An fp8 product over a long K of same-signed terms: the tensor cores keep 13 fraction bits of
+// a chained sum (runtime/emu/tensor_core_numerics.h), so a K loop chaining all 32 blocks into
+// one accumulator would lose about 2^-9 of the sum, four times what a sum in f32 per block
+// allows (gemm_check.h). Each block's product is added in f32 instead (ops/common/f32_dot.h).
+TEST(Gemm, Fp8SumsOverALongKStayWithinF32Accumulation) {
+  TJ_SEEDED_RNG(rng);
+  for (const char* device : {"emu:sm_90a", "emu:sm_89"}) {
+    SCOPED_TRACE(device);
+    GemmCase c{.a = DType::f8e4m3, .b = DType::f8e4m3, .m = 64, .n = 64, .k = 4096, .device = device,
+               .positive = true};
+    c.out_dtype = DType::f32;
+    c.options.split_k = 1;
+    check_gemm(c, rng);
+  }
+}
+
 TEST(Gemm, Transposes) {
   TJ_SEEDED_RNG(rng);
   for (bool ta : {false, true})

@@ -181,11 +181,13 @@ inline Reference reference_scaled_dot(const HostTensor& lhs, const HostTensor& r
 }
 
 // The error allowed per element: f32 accumulation (relative to the sum of |terms|; tf32x3
-// products of f32 operands fit in it), the output's rounding (bf16: 2^-8 relative), and, with
-// bf16 scales, JAX's own rounding of operand * scale to bf16 on both sides, which the kernel may
-// follow (2^-8 each).
-inline std::vector<LD> allowed_error(const Reference& r, DType out, bool bf16_scales) {
+// products of f32 operands fit in it), with fp8 operands on both sides the tensor cores' own
+// sum within a K block (of at most two k32 instructions), the output's rounding (bf16: 2^-8
+// relative), and, with bf16 scales, JAX's own rounding of operand * scale to bf16 on both
+// sides, which the kernel may follow (2^-8 each).
+inline std::vector<LD> allowed_error(const Reference& r, DType out, bool bf16_scales, bool fp8_operands) {
   LD accumulation = 1e-5L + static_cast<LD>(r.terms) * std::ldexp(1.0L, -24);
+  if (fp8_operands) accumulation += static_cast<LD>(fp8_chain_error(2));
   if (bf16_scales) accumulation += std::ldexp(1.0L, -7);
   LD rounding = out == DType::bf16 ? std::ldexp(1.0L, -8) : std::ldexp(1.0L, -22);
   std::vector<LD> allowed(r.sum.size());
@@ -222,7 +224,8 @@ inline void expect_scaled_dot(const std::string& what, const ScaledDotCall& call
   ASSERT_EQ(out.shape(), ref.shape);
   ASSERT_EQ(out.dtype(), out_dtype);
   const bool bf16_scales = (ls && ls->values.dtype == DType::bf16) || (rs && rs->values.dtype == DType::bf16);
-  expect_scaled(what, download(out).values(), ref.sum, allowed_error(ref, out_dtype, bf16_scales), 1.0,
+  const bool fp8_operands = is_fp8(call.lhs.values.dtype) && is_fp8(call.rhs.values.dtype);
+  expect_scaled(what, download(out).values(), ref.sum, allowed_error(ref, out_dtype, bf16_scales, fp8_operands), 1.0,
                 [&](size_t i) { return "element " + std::to_string(i) + " of " + shape_name(ref.shape); });
 }
 

@@ -40,6 +40,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
     out_ = Tensor::empty(device, spec.out, {m_, n_});
     options_.transpose_a = spec.a_transposed, options_.transpose_b = spec.b_transposed;
     options_.out_dtype = spec.out, options_.precision = spec.precision;
+    options_.fp8_fast_accumulation = spec.fast_accumulation;
     if (spec.a == DType::f8e4m3 || spec.a == DType::f8e5m2) {
       const float one = 1;
       options_.a_scale_inv = options_.b_scale_inv = upload_elements(device, DType::f32, {1}, &one);
@@ -71,8 +72,8 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
     s.synchronize();
     std::vector<uint8_t> got(static_cast<size_t>(out_->bytes()));
     out_->copy_to_host(got.data(), got.size());
-    double accumulation_error = spec_.a == DType::i8 ? 0 : 1e-5;
-    RowCheck check = reference_->check(spec_.out, got, accumulation_error, output_rounding(spec_.out));
+    RowCheck check = reference_->check(spec_.out, got, accumulation_error(problem_->features, k_),
+                                       output_rounding(spec_.out));
     if (!check.ok)
       return {false, fmt::format("max error {:.3g} exceeds {:.3g} + {:.0e} * |reference|", check.max_abs_error,
                                  check.atol, output_rounding(spec_.out)),

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "ops/common/f32_dot.h"
-
 namespace tilejit::ops::gemm_detail {
 namespace {
 
@@ -52,9 +50,9 @@ GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device)
     // On sm_90, a problem with at least two 128 x 256 tiles per multiprocessor takes them:
     // each warpgroup multiplies its 64 rows by all 256 columns per wgmma, and with about 150
     // registers per thread one CTA fills a multiprocessor, so its pipeline gets all of the
-    // shared memory. Not for fp8, whose block products need as many registers again
+    // shared memory. Not where fp8's block products need as many registers again
     // (ops/common/f32_dot.h).
-    bool wide = device.cc_major == 9 && bytes <= 2 && f32_dot_accumulators(f.a) == 1 &&
+    bool wide = device.cc_major == 9 && bytes <= 2 && f.accumulator_tiles() == 1 &&
                 cdiv(p.m, 128) * cdiv(p.n, 256) * p.batch >= 2 * int64_t{device.sm_count};
     if (wide) c.block_m = 128, c.block_n = 256;
     // On sm_90, rows of 128 bytes: TMA's and wgmma's widest swizzle, free of bank conflicts.
@@ -65,12 +63,11 @@ GemmConfig heuristic_gemm_config(const GemmProblem& p, const DeviceInfo& device)
     int64_t stage_bytes = (c.block_m + c.block_n) * c.block_k * bytes;
     int64_t pipeline_bytes = wide ? device.shared_per_block_optin : device.shared_per_block_optin / 2;
     if (device.cc_major >= 8) c.num_stages = std::clamp<int64_t>(pipeline_bytes / stage_bytes, 1, 4);
-    // wgmma reads an 8-bit B given (K, N) stored transposed; with 3 or more stages an i8 dot
-    // stays in flight and each stage holds a transposed B tile too, which may use all of the
-    // shared memory (the pipeline's buffers are given back before the epilogue); else 2 stages.
-    // (An fp8 dot does not stay in flight: each block's product is added to the accumulator,
-    // ops/common/f32_dot.h.)
-    bool transposed_b = device.cc_major == 9 && f.a == DType::i8 && !c.b_transposed;
+    // wgmma reads an 8-bit B given (K, N) stored transposed; with 3 or more stages a dot that
+    // chains into its accumulator (not fp8's block products, f32_dot.h) stays in flight and
+    // each stage holds a transposed B tile too, which may use all of the shared memory (the
+    // pipeline's buffers are given back before the epilogue); else 2 stages.
+    bool transposed_b = device.cc_major == 9 && bytes == 1 && f.accumulator_tiles() == 1 && !c.b_transposed;
     if (transposed_b && c.num_stages >= 3) {
       int64_t in_flight = device.shared_per_block_optin / (stage_bytes + c.block_n * c.block_k * bytes);
       c.num_stages = in_flight >= 3 ? std::min<int64_t>(c.num_stages, in_flight) : 2;

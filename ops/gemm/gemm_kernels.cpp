@@ -130,7 +130,8 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
           };
           Tile acc = for_range(k_begin, k_end, bk, zeros({bm, bn}, f.accumulator()), [&](Tile k, Tile acc) {
             Tile k_in = ks + k < k_end;  // (BLOCK_K)
-            return f32_dot(a_tile(k, k_in), b_tile(k, k_in), acc, f.precision);  // (BLOCK_M, BLOCK_N)
+            Tile a = a_tile(k, k_in), b = b_tile(k, k_in);
+            return f.fast_accumulation ? dot(a, b, acc, f.precision) : f32_dot(a, b, acc, f.precision);  // (BLOCK_M, BLOCK_N)
           });
 
           Tile in_bounds = expand_dims(rows < M, 1) && expand_dims(cols < N, 0);  // (BLOCK_M, BLOCK_N)

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "ops/common/f32_dot.h"
 #include "ops/common/op_arguments.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -61,9 +62,12 @@ bool GemmFeatures::integer_epilogue() const {
          activation == Activation::none && !residual;
 }
 
+int GemmFeatures::accumulator_tiles() const { return fast_accumulation ? 1 : f32_dot_accumulators(a); }
+
 std::string GemmFeatures::key() const {
-  return fmt::format("gemm/{}x{}->{}/p{}/fp8s{}/rs{}/cs{}/al{}/c{}/bias{}/{}/res{}", dtype_name(a), dtype_name(b),
-                     dtype_name(out), static_cast<int>(precision), fp8_scales, row_scale, col_scale, alpha, c,
+  return fmt::format("gemm/{}x{}->{}/p{}/fp8s{}/fa{}/rs{}/cs{}/al{}/c{}/bias{}/{}/res{}", dtype_name(a), dtype_name(b),
+                     dtype_name(out), static_cast<int>(precision), fp8_scales, fast_accumulation, row_scale, col_scale,
+                     alpha, c,
                      bias ? (*bias == BiasAxis::row ? "row" : "col") : "none", activation_name(activation), residual);
 }
 
@@ -142,6 +146,9 @@ GemmProblem check_gemm(const Tensor& a, const Tensor& b, const GemmOptions& opti
     check_vector(args, "b_scale_inv", *options.b_scale_inv, 1, {DType::f32}, a);
     f.fp8_scales = true;
   }
+  if (options.fp8_fast_accumulation && !is_fp8(a.dtype()))
+    args.fail("fp8_fast_accumulation applies to fp8 operands only, but a is {}", a.describe());
+  f.fast_accumulation = options.fp8_fast_accumulation;
   if (options.row_scale) check_vector(args, "row_scale", *options.row_scale, p.m, {DType::f32}, a);
   if (options.col_scale) check_vector(args, "col_scale", *options.col_scale, p.n, {DType::f32}, a);
   f.row_scale = options.row_scale.has_value();

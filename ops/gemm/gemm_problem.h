@@ -23,6 +23,7 @@ struct GemmFeatures {
   DType a = DType::f32, b = DType::f32, out = DType::f32;
   dsl::Precision precision = dsl::Precision::tf32;
   bool fp8_scales = false;   // a_scale_inv, b_scale_inv
+  bool fast_accumulation = false;  // fp8_fast_accumulation
   bool row_scale = false, col_scale = false;
   bool alpha = false;        // alpha != 1
   bool c = false;            // beta != 0
@@ -31,6 +32,8 @@ struct GemmFeatures {
   bool residual = false;
 
   DType accumulator() const { return a == DType::i8 ? DType::i32 : DType::f32; }
+  // The accumulator tiles the K loop holds at once (ops/common/f32_dot.h).
+  int accumulator_tiles() const;
   // Whether the epilogue leaves an integer accumulator exact (i8 -> i32 with nothing to apply).
   bool integer_epilogue() const;
   std::string key() const;  // names every field

@@ -45,6 +45,13 @@ RowCheck SampledRows::check(DType out_dtype, const std::vector<uint8_t>& out, do
   return r;
 }
 
+double accumulation_error(const GemmFeatures& f, int64_t k) {
+  if (f.a == DType::i8) return 0;
+  if (f.a != DType::f8e4m3 && f.a != DType::f8e5m2) return 1e-5;
+  const int64_t chained = f.fast_accumulation ? (k + 31) / 32 : 4;
+  return 1e-5 + static_cast<double>(chained) * std::ldexp(1.0, -12);
+}
+
 double output_rounding(DType dtype) {
   switch (dtype) {
     case DType::f32: return 1e-6;

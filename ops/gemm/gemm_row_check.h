@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dsl/dtype.h"
+#include "ops/gemm/gemm_problem.h"
 
 namespace tilejit::ops::gemm_detail {
 
@@ -35,5 +36,11 @@ class SampledRows {
 
 // The relative rounding of one output element of `dtype` (0 for integers: exact).
 double output_rounding(DType dtype);
+
+// The error a gemm's accumulator of `f` may carry over K, relative to the sum of |products|:
+// none for i8; 1e-5 for a sum in f32; with fp8 on the tensor cores, 2^-13 of the sum for each
+// instruction chained in their own sum (13 fraction bits kept between instructions; at most
+// four per K block, or all K / 32 with fast accumulation), twice that allowed.
+double accumulation_error(const GemmFeatures& f, int64_t k);
 
 }  // namespace tilejit::ops::gemm_detail

@@ -1,6 +1,5 @@
 #include "ops/gemm/gemm_runs.h"
 
-#include <cmath>
 #include <random>
 
 #include "ops/common/host_values.h"
@@ -72,9 +71,8 @@ ExampleRun run_fp8_gemm(Device& device, const ExampleOptions& options) {
   Tensor one = Tensor::empty(device, DType::f32, {1});
   const float value = 1;
   one.copy_from_host(&value, sizeof value);
-  // Within a K block (four k32 instructions at most) the tensor cores keep 13 fraction bits of
-  // the sum between instructions (ops/common/f32_dot.h): 2^-13 each, twice that allowed.
-  const double accumulation = 1e-5 + std::ldexp(4.0, -12);
+  // Each K block's product added in f32: the error does not grow with K.
+  const double accumulation = gemm_detail::accumulation_error({.a = DType::f8e4m3, .b = DType::f8e4m3}, 0);
   return run_gemm_spec({"fp8_gemm", DType::f8e4m3, DType::bf16, accumulation, gemm_detail::output_rounding(DType::bf16),
                         [one](const Tensor& a, const Tensor& b, const Tensor& out, Stream& s) {
                           GemmOptions o;

@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "autotune/bucket_config.h"
-#include "ops/common/f32_dot.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -20,6 +19,14 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool on_cuda_cores(const GemmTuningSpec& spec) {
   return spec.a == DType::f32 && spec.precision == dsl::Precision::ieee;
+}
+
+// The features of a plain call with the spec's dtypes, precision and accumulation.
+GemmFeatures features_of(const GemmTuningSpec& spec) {
+  GemmFeatures f;
+  f.a = spec.a, f.b = spec.b, f.out = spec.out, f.precision = spec.precision;
+  f.fast_accumulation = spec.fast_accumulation;
+  return f;
 }
 
 // Operands that may come through tensor descriptors (TMA) on sm_90: all but f32, which the
@@ -50,8 +57,8 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
     });
   }
   // At most 128 accumulator values per thread: more spill. fp8 holds each K block's product
-  // beside the accumulator (ops/common/f32_dot.h).
-  const int64_t accumulators = f32_dot_accumulators(spec.a);
+  // beside the accumulator (ops/common/f32_dot.h) unless it accumulates fast.
+  const int64_t accumulators = features_of(spec).accumulator_tiles();
   space.require(fmt::format("{}BLOCK_M * BLOCK_N <= 128 * 32 * num_warps",
                             accumulators > 1 ? fmt::format("{} * ", accumulators) : ""),
                 [accumulators](const Config& c, const ProblemShape&) {
@@ -86,7 +93,7 @@ autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const 
 GemmProblem shaped_problem(const GemmTuningSpec& spec, const ProblemShape& s) {
   GemmProblem p;
   p.m = s["M"], p.n = s["N"], p.k = s["K"];
-  p.features.a = spec.a, p.features.b = spec.b, p.features.out = spec.out, p.features.precision = spec.precision;
+  p.features = features_of(spec);
   p.a_strides = spec.a_transposed ? MatrixStrides{0, 1, p.m} : MatrixStrides{0, p.k, 1};
   p.b_strides = spec.b_transposed ? MatrixStrides{0, 1, p.k} : MatrixStrides{0, p.n, 1};
   return p;
@@ -131,7 +138,7 @@ struct CallKey {
   const Device* device;
   DType a, b, out;
   dsl::Precision precision;
-  bool a_transposed, b_transposed;
+  bool a_transposed, b_transposed, fast_accumulation;
   int64_t m, n, k;
   auto operator<=>(const CallKey&) const = default;
 };
@@ -139,12 +146,14 @@ struct CallKey {
 }  // namespace
 
 GemmTuningSpec GemmTuningSpec::of(const GemmProblem& p) {
-  return {p.features.a, p.features.b, p.features.out, p.features.precision, a_stored_transposed(p),
-          b_stored_transposed(p)};
+  return {p.features.a,           p.features.b,           p.features.out,
+          p.features.precision,   a_stored_transposed(p), b_stored_transposed(p),
+          p.features.fast_accumulation};
 }
 
 std::string GemmTuningSpec::dtypes() const {
   std::string s = fmt::format("{},{}->{}", dtype_name(a), dtype_name(b), dtype_name(out));
+  if (fast_accumulation) return s + "/fast_accumulation";
   if (a != DType::f32) return s;
   switch (precision) {
     case dsl::Precision::tf32: return s + "/tf32";
@@ -165,8 +174,8 @@ const autotune::TunableKernel& gemm_tunable(const GemmTuningSpec& spec) {
 GemmConfig call_config(const GemmProblem& p, Device& device) {
   if (p.batch != 1 || p.k == 0) return heuristic_gemm_config(p, device.info());
   const GemmTuningSpec spec = GemmTuningSpec::of(p);
-  const CallKey key{&device, spec.a, spec.b, spec.out, spec.precision, spec.a_transposed, spec.b_transposed,
-                    p.m, p.n, p.k};
+  const CallKey key{&device,           spec.a,           spec.b, spec.out, spec.precision, spec.a_transposed,
+                    spec.b_transposed, spec.fast_accumulation, p.m, p.n, p.k};
   static std::mutex mutex;
   static std::map<CallKey, GemmConfig> decided;
   {

@@ -18,15 +18,17 @@
 
 namespace tilejit::ops::gemm_detail {
 
-// What a tuning result is for: the element types, the precision of f32 operands, and which
-// operands are stored K-major the other way (A (K, M), B (N, K)).
+// What a tuning result is for: the element types, the precision of f32 operands, which
+// operands are stored K-major the other way (A (K, M), B (N, K)), and fp8's fast accumulation.
 struct GemmTuningSpec {
   DType a = DType::bf16, b = DType::bf16, out = DType::bf16;
   dsl::Precision precision = dsl::Precision::tf32;
   bool a_transposed = false, b_transposed = false;
+  bool fast_accumulation = false;
 
   static GemmTuningSpec of(const GemmProblem& p);
-  std::string dtypes() const;  // "bf16,bf16->bf16", "f32,f32->f32/tf32x3"
+  // "bf16,bf16->bf16", "f32,f32->f32/tf32x3", "f8e4m3,f8e4m3->bf16/fast_accumulation"
+  std::string dtypes() const;
   std::string layout() const;  // "nn", "tn", "nt", "tt": A then B, t when stored the other way
 };
 

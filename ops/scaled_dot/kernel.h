@@ -1,6 +1,7 @@
 // scaled_dot's tiled kernel on (batch, M, K) x (batch, K, N) views (grouped_view.h). One program
 // computes a (BLOCK_M, BLOCK_N) tile of one batch's output with a K loop through `dot`, so the
-// product runs on the tensor cores, accumulates in f32 and is rounded once to the output type.
+// product runs on the tensor cores, accumulates in f32 (fp8 block by block, f32_dot.h) and is
+// rounded once to the output type.
 // The scales never leave registers, in one of two ways:
 //
 // - partial_products: when BLOCK_K divides every scale block, the K loop runs in steps of

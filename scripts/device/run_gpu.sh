@@ -20,7 +20,7 @@ bench_args=(--benchmark_repetitions=3 --benchmark_min_time=0.2s --benchmark_repo
   echo "libraries not found:"; ldd $b/* | grep 'not found' | sort -u; } >"$logs/machine.log" 2>&1
 cat "$logs/machine.log"
 step test_gpu 150 $b/test_gpu
-step gemm_bench 100 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt|cublaslt_fast_accum)/' "${bench_args[@]}"
+step gemm_bench 100 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
 step peers 120 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
 step tune_pack_gemm 120 bash scripts/device/tune_pack.sh gemm
 step test_gpu_collectives 45 $b/test_gpu_collectives

@@ -37,6 +37,19 @@ inline void expect_case_output(const std::string& what, const Tensor& got, const
                 Tol{want.tolerance.rtol, want.tolerance.atol});
 }
 
+// The same, allowing element i an error of extra[i] besides: what the case's tolerance, made
+// against float64, cannot know of (the tensor cores' own sum of fp8 products, for one).
+inline void expect_case_output(const std::string& what, const Tensor& got, const tilejit::crosscheck::Array& want,
+                               const std::vector<LD>& extra) {
+  ASSERT_EQ(got.shape(), want.shape) << what;
+  ASSERT_EQ(got.dtype(), want.dtype) << what;
+  ASSERT_EQ(extra.size(), want.values.size()) << what;
+  std::vector<LD> values(want.values.begin(), want.values.end()), allowed(extra.size());
+  for (size_t i = 0; i < allowed.size(); ++i)
+    allowed[i] = want.tolerance.atol + want.tolerance.rtol * std::fabs(values[i]) + extra[i];
+  expect_scaled(what, download(got).values(), values, allowed, 1.0);
+}
+
 // Element `index` of the leading dim (a rank of a collective case, a step of fp8 delayed scaling),
 // with the array's tolerance.
 inline tilejit::crosscheck::Array leading_slice(const tilejit::crosscheck::Array& a, int64_t index) {

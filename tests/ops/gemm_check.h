@@ -57,12 +57,14 @@ inline LD activate(Activation act, LD x) {
 }
 
 // The relative error of the accumulator against the sum of |products|. fp8 on the tensor
-// cores adds each K block's product (at most four k32 instructions) into f32.
+// cores adds each K block's product (at most four k32 instructions) into f32, or chains all
+// of K with fast accumulation.
 inline double accumulation_error(const GemmCase& c) {
   if (c.a == DType::i8) return 0;
   if (c.a == DType::f32 && c.options.precision == dsl::Precision::tf32) return 2e-3;
   double f32_sum = 2e-6 + static_cast<double>(c.k) * 6e-8;
-  return is_fp8(c.a) ? f32_sum + fp8_chain_error(4) : f32_sum;
+  if (!is_fp8(c.a)) return f32_sum;
+  return f32_sum + fp8_chain_error(c.options.fp8_fast_accumulation ? (c.k + 31) / 32 : 4);
 }
 
 // Half the spacing of the output format's subnormals: the rounding error of tiny values.
@@ -102,8 +104,10 @@ inline Host layout(const Host& h, int64_t batch, int64_t rows, int64_t cols, boo
   return t;
 }
 
-// Runs gemm on fresh random inputs and checks every output element.
-inline void check_gemm(GemmCase c, Rng& rng) {
+// Runs gemm on fresh random inputs and checks every output element. Returns the largest error
+// of an element against the sum of its |products| (times the scales), which is the
+// accumulator's where the output is f32 and the epilogue adds nothing.
+inline double check_gemm(GemmCase c, Rng& rng) {
   Device& dev = Device::by_name(c.device);
   GemmOptions& o = c.options;
   bool batched = c.rank3 || c.batch_a > 1 || c.batch_b > 1;
@@ -148,7 +152,7 @@ inline void check_gemm(GemmCase c, Rng& rng) {
   if (c.launch) c.launch(a, b, out, o);
   else tilejit::ops::gemm(a, b, out, o);
 
-  std::vector<LD> want(outputs), allowed(outputs);
+  std::vector<LD> want(outputs), allowed(outputs), magnitudes(outputs);
   double acc_error = accumulation_error(c), rounding = output_rounding(out_dtype);
   for (int64_t z = 0; z < batch; ++z)
     for (int64_t i = 0; i < m; ++i)
@@ -169,6 +173,7 @@ inline void check_gemm(GemmCase c, Rng& rng) {
         v = activate(o.activation, v);
         if (o.residual) v += in.residual.get(at);
         want[at] = v;
+        magnitudes[at] = magnitude * std::fabs(factor);
         // The accumulator's error carried through the epilogue (every activation's slope is
         // below 1.2), then the output's rounding.
         allowed[at] = 1.2L * acc_error * magnitude * std::fabs(factor) + rounding * std::fabs(v) +
@@ -180,6 +185,10 @@ inline void check_gemm(GemmCase c, Rng& rng) {
   for (size_t i = 0; i < outputs; ++i) scale[i] = allowed[i];
   expect_scaled("gemm " + name_of(c.a) + " x " + name_of(c.b) + " -> " + name_of(out_dtype), got_values, want, scale, 1.0,
                 [&](size_t i) { return "output element " + std::to_string(i); });
+  LD worst = 0;
+  for (size_t i = 0; i < outputs; ++i)
+    if (magnitudes[i] > 0) worst = std::max(worst, std::fabs(got_values[i] - want[i]) / magnitudes[i]);
+  return static_cast<double>(worst);
 }
 
 }  // namespace tjops

@@ -34,6 +34,35 @@ void expect_same(const gd::GemmConfig& got, const gd::GemmConfig& want) {
   EXPECT_EQ(got.constants(), want.constants());
 }
 
+// fp8 holds each K block's product beside its accumulator (ops/common/f32_dot.h), so its
+// tiles hold half the values per thread: no 128 x 256 tile on 8 warps, in the space or from the
+// heuristic, unless it accumulates fast, which tunes under a name of its own.
+TEST(GemmTuning, Fp8TilesLeaveRoomForTheBlockProductUnlessAccumulatingFast) {
+  DeviceInfo h100 = Device::by_name("emu:sm_90a").info();
+  h100.sm_count = 132, h100.shared_per_block_optin = 227 * 1024;
+  gd::GemmTuningSpec spec{DType::f8e4m3, DType::f8e4m3, DType::bf16, dsl::Precision::tf32, false, true};
+  const at::ProblemShape shape{{{"M", 8192}, {"N", 8192}, {"K", 4096}}};
+  const at::Config wide{{{"BLOCK_M", 128},
+                         {"BLOCK_N", 256},
+                         {"BLOCK_K", 128},
+                         {"num_warps", 8},
+                         {"num_stages", 3},
+                         {"SPLIT_K", 1},
+                         {"PERSISTENT", 0},
+                         {"warp_specialize", 0},
+                         {"cluster_x", 1}}};
+  const at::TunableKernel& split = gd::gemm_tunable(spec);
+  EXPECT_EQ(split.space.violated(wide, shape), "2 * BLOCK_M * BLOCK_N <= 128 * 32 * num_warps");
+  EXPECT_EQ(split.heuristic(shape, h100)["BLOCK_N"], 128);
+  EXPECT_EQ(spec.dtypes(), "f8e4m3,f8e4m3->bf16");
+
+  spec.fast_accumulation = true;
+  const at::TunableKernel& fast = gd::gemm_tunable(spec);
+  EXPECT_EQ(fast.space.violated(wide, shape), std::nullopt);
+  EXPECT_EQ(fast.heuristic(shape, h100)["BLOCK_N"], 256);
+  EXPECT_EQ(spec.dtypes(), "f8e4m3,f8e4m3->bf16/fast_accumulation");
+}
+
 TEST(GemmTuning, ATunedShapeServesLaterCalls) {
   Device& device = Device::by_name("emu:sm_90a");
   const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, true};

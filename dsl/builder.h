@@ -127,9 +127,9 @@ Tile argmin(const Tile& x, int axis, bool keepdims = false, Loc loc = Loc::curre
 // --- matrix product ----------------------------------------------------------------------
 // dot(a (M,K), b (K,N), acc (M,N)) = a @ b + acc. Accumulates in f32 (i32 for i8 inputs),
 // except that fp8 products on the tensor cores (sm_89, sm_90) are summed the hardware's way:
-// between instructions its sum keeps 13 fraction bits, so a loop that chains every K step
-// into acc drifts as the sum grows; one that needs an f32 sum adds each block's product,
-// acc + dot(a, b) (ops/common/f32_dot.h).
+// each is cut to 13 fraction bits of the largest addend, acc included, so a loop that chains
+// every K step into acc drifts as the sum grows; one that needs an f32 sum adds each block's
+// product, acc + dot(a, b) (ops/common/f32_dot.h).
 enum class Precision { tf32, ieee, tf32x3 };  // for f32 inputs; tf32 is the default
 Tile dot(const Tile& a, const Tile& b, const Tile& acc, Precision precision = Precision::tf32,
          Loc loc = Loc::current());

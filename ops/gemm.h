@@ -60,8 +60,8 @@ struct GemmOptions {
   std::optional<Tensor> b_scale_inv;
   // fp8 operands only. false (the default): each K block's product (at most four tensor-core
   // instructions) is added into an f32 accumulator, as SEMANTICS.md's fp8 GEMM asks. true: the
-  // whole K loop chains into the tensor cores' own sum, which keeps 13 fraction bits between
-  // instructions, so the error grows with K; faster, with half the accumulator registers
+  // whole K loop chains into the tensor cores' own sum, which cuts each product to 13 fraction
+  // bits of the running sum, so the error grows with K; faster, with half the accumulator registers
   // (Transformer Engine's use_split_accumulator = false, cuBLASLt's FAST_ACCUM).
   bool fp8_fast_accumulation = false;
   // The output dtype; unset: A's dtype for f32 / f16 / bf16, bf16 for fp8, i32 for i8.

@@ -18,7 +18,7 @@
 // repeated along all but the last blocked one (ops/scaled_dot/grouped_view.h, scaled_dot.cpp).
 //
 // Numerics: products accumulate in f32 (fp8 x fp8 on the tensor cores: each K block's product,
-// summed there with 13 fraction bits between instructions, added into f32; ops/common/f32_dot.h)
+// summed there in their own narrower way, added into f32; ops/common/f32_dot.h)
 // and are rounded once to the output type. JAX multiplies
 // each operand by its scale in bf16 before the product; with e8m0 scales and fp8 or bf16 operands
 // that product is exact, so the results agree within the accumulation's rounding. Scales applied

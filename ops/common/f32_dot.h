@@ -7,9 +7,10 @@ namespace tilejit::ops {
 
 // acc + a @ b, for a K loop that calls it once per block of K.
 //
-// fp8 operands: between two instructions the tensor cores of sm_89 and sm_90 keep their sum
-// with 13 fraction bits (runtime/emu/tensor_core_numerics.h), so chaining a whole K loop into
-// acc loses more of the sum the longer K is. The block's product is made on its own instead
+// fp8 operands: the tensor cores of sm_89 and sm_90 cut each product to 13 fraction bits of
+// the largest addend, the running sum included (runtime/emu/tensor_core_numerics.h), so
+// chaining a whole K loop into acc loses more of each product the longer K is (at K = 4096
+// with same-signed terms, about 7% of the sum). The block's product is made on its own instead
 // and added to acc in f32: the loss stays within one block (BLOCK_K of at most 128 is four
 // instructions), as CUTLASS and cuBLASLt do it by default. This holds twice the accumulator
 // registers, which the ops' configs allow for (f32_dot_accumulators).

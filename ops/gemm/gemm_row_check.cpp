@@ -49,7 +49,7 @@ double accumulation_error(const GemmFeatures& f, int64_t k) {
   if (f.a == DType::i8) return 0;
   if (f.a != DType::f8e4m3 && f.a != DType::f8e5m2) return 1e-5;
   const int64_t chained = f.fast_accumulation ? (k + 31) / 32 : 4;
-  return 1e-5 + static_cast<double>(chained) * std::ldexp(1.0, -12);
+  return 1e-5 + static_cast<double>(chained) * 33 * std::ldexp(1.0, -13);
 }
 
 double output_rounding(DType dtype) {

@@ -38,9 +38,10 @@ class SampledRows {
 double output_rounding(DType dtype);
 
 // The error a gemm's accumulator of `f` may carry over K, relative to the sum of |products|:
-// none for i8; 1e-5 for a sum in f32; with fp8 on the tensor cores, 2^-13 of the sum for each
-// instruction chained in their own sum (13 fraction bits kept between instructions; at most
-// four per K block, or all K / 32 with fast accumulation), twice that allowed.
+// none for i8; 1e-5 for a sum in f32; with fp8 on the tensor cores, less than 33 * 2^-13 of
+// the sum for each k32 instruction chained in their own sum (each cuts its 33 addends to 13
+// fraction bits of the largest; at most four per K block, or all K / 32 with fast
+// accumulation).
 double accumulation_error(const GemmFeatures& f, int64_t k);
 
 }  // namespace tilejit::ops::gemm_detail

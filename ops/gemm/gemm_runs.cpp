@@ -72,7 +72,9 @@ ExampleRun run_fp8_gemm(Device& device, const ExampleOptions& options) {
   const float value = 1;
   one.copy_from_host(&value, sizeof value);
   // Each K block's product added in f32: the error does not grow with K.
-  const double accumulation = gemm_detail::accumulation_error({.a = DType::f8e4m3, .b = DType::f8e4m3}, 0);
+  gemm_detail::GemmFeatures features;
+  features.a = features.b = DType::f8e4m3;
+  const double accumulation = gemm_detail::accumulation_error(features, 0);
   return run_gemm_spec({"fp8_gemm", DType::f8e4m3, DType::bf16, accumulation, gemm_detail::output_rounding(DType::bf16),
                         [one](const Tensor& a, const Tensor& b, const Tensor& out, Stream& s) {
                           GemmOptions o;

@@ -57,12 +57,16 @@ struct KernelSpec {
   std::optional<DType> compute;
   Precision precision;
   DType index;  // i32, or i64 when an offset within one batch may pass 2^31
+  // partial_products with groups of several K tiles, whose products are added one by one
+  // (f32_dot); a group of one tile is one dot, its product added to the accumulator anyway,
+  // which saves holding a third accumulator tile.
+  bool group_of_tiles = false;
 
   std::string key() const {
     auto name = [](std::optional<DType> d) { return d ? std::string(dtype_name(*d)) : std::string("none"); };
-    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}", dtype_name(lhs), dtype_name(rhs),
+    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}", dtype_name(lhs), dtype_name(rhs),
                        name(lhs_scale), name(rhs_scale), dtype_name(out), scale_mode_name(mode), name(compute),
-                       static_cast<int>(precision), dtype_name(index));
+                       static_cast<int>(precision), dtype_name(index), group_of_tiles);
   }
 };
 
@@ -107,9 +111,13 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
           // K % group == 0 and group % BLOCK_K == 0: no K masks.
           const Tile& group = arg["group"];
           acc = for_range(0, K, group, zero, [&](Tile kg, Tile acc) {
-            Tile partial = for_range(kg, kg + group, bk, zero, [&](Tile k, Tile sum) {
-              return f32_dot(for_dot(a_tile(k, row_ok)), for_dot(b_tile(k, col_ok)), sum, spec.precision);
-            });  // (BLOCK_M, BLOCK_N)
+            auto a_at = [&](const Tile& k) { return for_dot(a_tile(k, row_ok)); };
+            auto b_at = [&](const Tile& k) { return for_dot(b_tile(k, col_ok)); };
+            Tile partial = spec.group_of_tiles ? for_range(kg, kg + group, bk, zero,
+                                                           [&](Tile k, Tile sum) {
+                                                             return f32_dot(a_at(k), b_at(k), sum, spec.precision);
+                                                           })
+                                               : dot(a_at(kg), b_at(kg), zero, spec.precision);  // (BLOCK_M, BLOCK_N)
             if (spec.lhs_scale) {
               Tile s = load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"], rows < M);
               partial = partial * expand_dims(cast(s, f32), 1);  // (BLOCK_M, 1)
@@ -207,7 +215,8 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
                   plan.mode,
                   plan.compute,
                   plan.precision,
-                  bound < std::numeric_limits<int32_t>::max() ? DType::i32 : DType::i64};
+                  bound < std::numeric_limits<int32_t>::max() ? DType::i32 : DType::i64,
+                  plan.mode == ScaleMode::partial_products && plan.group > plan.block_k};
 
   const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
   const int64_t programs = batch * tiles_m * tiles_n;

@@ -6,8 +6,8 @@
 // of the compiler's layouts (codegen/mma_layout.h), so a layout bug shows up as wrong numbers.
 //
 // Numerics: products of the inputs are exact, and each element of D is C plus the sum of its
-// k products, made an f32 as tensor_core_result says: rounded once, except that fp8's narrow
-// accumulator is modelled. tf32 operands use only their top 19 bits.
+// k products, made an f32 as tensor_core_result says: rounded once, except for fp8, whose
+// narrower accumulator is modelled. tf32 operands use only their top 19 bits.
 // s8 products accumulate exactly into s32, wrapping on overflow (no .satfinite).
 #include <bit>
 #include <cmath>
@@ -54,9 +54,8 @@ void mma_warp(WarpExchange& w) {
         for (int k = 0; k < K; ++k) sum += static_cast<int64_t>(a[p.row][k]) * static_cast<int64_t>(b[k][p.col]);
         w.words_out[lane][i] = static_cast<uint32_t>(sum);
       } else {
-        double sum = c[p.row][p.col];
-        for (int k = 0; k < K; ++k) sum += a[p.row][k] * b[k][p.col];
-        w.words_out[lane][i] = std::bit_cast<uint32_t>(tensor_core_result(EA, sum));
+        float d = tensor_core_result(EA, c[p.row][p.col], K, [&](int k) { return a[p.row][k] * b[k][p.col]; });
+        w.words_out[lane][i] = std::bit_cast<uint32_t>(d);
       }
     }
 }

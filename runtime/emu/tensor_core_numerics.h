@@ -3,9 +3,11 @@
 // becomes its f32 result.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace tilejit::emu {
 
@@ -52,24 +54,45 @@ inline double decode(Encoding e, uint32_t bits) {
 
 inline bool is_fp8(Encoding e) { return e == Encoding::e4m3 || e == Encoding::e5m2; }
 
-// The f32 result of a tensor-core instruction whose operands are `operands` and whose exact
-// sum (C plus the products) is `exact`.
+// x cut toward zero to 13 fraction bits of 2^exponent, and to f32's subnormal step.
+inline double cut_to_13_fraction_bits(double x, int exponent) {
+  const double step = std::ldexp(1.0, std::max(exponent - 13, -149));
+  return std::trunc(x / step) * step;
+}
+
+// The f32 result of one tensor-core instruction with operands of encoding `operands`: C plus
+// the k products product(0), ..., product(k - 1), each exact.
 //
-// fp8 operands: the tensor cores of sm_89 and sm_90 sum them in an accumulator narrower than
-// f32. Published measurements of H100 and Ada agree that the result leaves each instruction
-// with 13 fraction bits, the rest cut off toward zero (an "e8m13" accumulator; DeepSeek-V3's
-// report: "around 14 bits"), so a chain of instructions over a long K drifts from an f32 sum
-// as the sum grows. The emulator models that loss between instructions, which is what a
-// kernel must work around (by adding each block's product into an f32 accumulator); the
-// finer rounding of the products inside one instruction is not modelled.
+// fp8 operands (sm_89, sm_90): the tensor cores add in a fixed-point accumulator narrower than
+// f32. As published measurements of H100 describe it (an "e8m13" accumulator, truncating;
+// DeepSeek-V3's report: "around 14 bits"), every addend, C included, is aligned to the largest
+// of their exponents and cut toward zero to 13 fraction bits of it, the aligned addends are
+// summed, and the sum is cut toward zero to 13 fraction bits of its own exponent. So a product
+// below 2^-13 of the largest addend is lost, and a chain of instructions over a long K, whose
+// C outgrows the products, loses more of each product the longer it runs. (The emulator
+// applies this on every target; the measurements are of sm_89 and sm_90.)
 //
-// Other operands: one rounding to nearest, PTX's most accurate reading (the ISA leaves the
-// order and intermediate precision of the sum unspecified).
-inline float tensor_core_result(Encoding operands, double exact) {
-  if (!is_fp8(operands) || exact == 0 || !std::isfinite(exact)) return static_cast<float>(exact);
-  int exponent;
-  const double fraction = std::frexp(exact, &exponent);  // 0.5 <= |fraction| < 1
-  return static_cast<float>(std::ldexp(std::trunc(std::ldexp(fraction, 14)), exponent - 14));
+// Other operands: the exact sum rounded once to nearest, PTX's most accurate reading (the ISA
+// leaves the order and intermediate precision of the sum unspecified).
+template <typename Product>
+float tensor_core_result(Encoding operands, double c, int k, Product product) {
+  double exact = c;
+  for (int i = 0; i < k; ++i) exact += product(i);
+  if (!is_fp8(operands) || !std::isfinite(exact)) return static_cast<float>(exact);
+  int largest = std::numeric_limits<int>::min();
+  auto widen = [&](double addend) {
+    if (addend != 0) largest = std::max(largest, std::ilogb(addend));
+  };
+  widen(c);
+  for (int i = 0; i < k; ++i) widen(product(i));
+  if (largest == std::numeric_limits<int>::min()) return static_cast<float>(exact);  // all zero
+  // Multiples of one step below 2^(largest + 1): their sum is exact in a double.
+  double aligned = cut_to_13_fraction_bits(c, largest);
+  for (int i = 0; i < k; ++i) aligned += cut_to_13_fraction_bits(product(i), largest);
+  if (aligned == 0) return 0.0f;
+  const double result = cut_to_13_fraction_bits(aligned, std::ilogb(aligned));
+  return std::fabs(result) > std::numeric_limits<float>::max() ? std::copysign(INFINITY, result)
+                                                               : static_cast<float>(result);
 }
 
 }  // namespace tilejit::emu

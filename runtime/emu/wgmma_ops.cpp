@@ -165,9 +165,8 @@ uint64_t multiply(const WgmmaShape& s, uint64_t desc_a, const std::vector<uint32
       for (int k = 0; k < s.k; ++k) sum += static_cast<int64_t>(ar[k]) * static_cast<int64_t>(bc[k]);
       d[i] = static_cast<uint32_t>(sum);
     } else {
-      double sum = scale_d ? std::bit_cast<float>(c[i]) : 0.0;
-      for (int k = 0; k < s.k; ++k) sum += ar[k] * bc[k];
-      d[i] = std::bit_cast<uint32_t>(tensor_core_result(s.a, sum));
+      double acc = scale_d ? std::bit_cast<float>(c[i]) : 0.0;
+      d[i] = std::bit_cast<uint32_t>(tensor_core_result(s.a, acc, s.k, [&](int k) { return ar[k] * bc[k]; }));
     }
   }
   return reader.hash();

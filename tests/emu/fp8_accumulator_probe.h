@@ -1,16 +1,23 @@
-// What a chain of fp8 tensor-core instructions keeps of its sum, probed on the emulator of a
-// target or on a GPU: a 64 x 64 x 64 product with BLOCK_K 32, so two k32 instructions chain
-// into one accumulator, on operands whose exact sums need 14 fraction bits.
+// What fp8 tensor-core instructions keep of their sum, probed on the emulator of a target or
+// on a GPU: a 64 x 64 x 64 product with BLOCK_K 32, so two k32 instructions chain into one
+// accumulator, on operands whose exact sums need more than 13 fraction bits.
 //
-// Row i of A holds s = +1 or -1 (by the row's parity) at k = 0, and s * 2^-7 at k = 1 and 32;
-// column j of B holds 1 at k = 0, 2^-7 at k = 32, and at k = 1 2^-7 (j < 32) or 2^-6 (j >= 32).
-// The exact sums are s + 2^-13 (j < 32) and s + 3 * 2^-14 (j >= 32). An accumulator that keeps
-// 13 fraction bits, cut toward zero (runtime/emu/tensor_core_numerics.h), gives s and
-// s * (1 + 2^-13) (the second instruction's 2^-14 is lost in both); an f32 sum would give the
-// exact values.
+// Row i of A holds s = +1 or -1 (by the row's parity) at k = 0 and s * 2^-7 at k = 1, 2 and
+// 32, zeros elsewhere. B holds 1 at k = 0 and, by group of 16 columns, at k = 1, 2 and 32:
+//   group 0:  2^-7,  0,    2^-7   products s * 2^-14 in each instruction
+//   group 1:  2^-6,  0,    2^-7   s * 2^-13 in the first, kept; s * 2^-14 in the second
+//   group 2:  2^-7,  2^-7, 2^-7   two products of s * 2^-14 in one instruction
+//   group 3: -2^-7,  0,    0      one product of -s * 2^-14
+// runtime/emu/tensor_core_numerics.h's model (each addend cut to 13 fraction bits of the
+// largest, toward zero) gives s, s * (1 + 2^-13), s, s; an exact sum would give
+// s * (1 + 2^-13), s * (1 + 3 * 2^-14), s * (1 + 3 * 2^-14), s * (1 - 2^-14). Group 2 tells the
+// model from one that sums an instruction exactly before cutting it (s * (1 + 2^-13)); groups
+// 0 and 2 on odd rows and group 3 on even rows from one that cuts negative addends toward
+// minus infinity (-(1 + 2^-13) and 1 - 2^-13).
 #pragma once
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "tensor_core_check.h"
@@ -20,7 +27,7 @@ namespace tjops {
 // The value the model gives for element (i, j) of the probe.
 inline LD fp8_probe_model_value(int64_t i, int64_t j) {
   LD s = i % 2 ? -1.0L : 1.0L;
-  return j < 32 ? s : s * (1 + std::ldexp(1.0L, -13));
+  return j / 16 == 1 ? s * (1 + std::ldexp(1.0L, -13)) : s;
 }
 
 // The probe's outputs, row-major, computed by the tensor cores of `device` (`arch` names the
@@ -34,13 +41,14 @@ inline std::vector<LD> fp8_accumulator_probe(const char* arch, Device& device) {
   for (int64_t i = 0; i < c.m; ++i) {
     const LD s = i % 2 ? -1 : 1;
     a.set(size_t(i * c.k), s);
-    a.set(size_t(i * c.k + 1), s * tiny);
-    a.set(size_t(i * c.k + 32), s * tiny);
+    for (int64_t k : {1, 2, 32}) a.set(size_t(i * c.k + k), s * tiny);
   }
   for (int64_t j = 0; j < c.n; ++j) {
+    const int64_t group = j / 16;
     b.set(size_t(j), 1);
-    b.set(size_t(c.n + j), j < 32 ? tiny : 2 * tiny);
-    b.set(size_t(32 * c.n + j), tiny);
+    b.set(size_t(c.n + j), group == 1 ? 2 * tiny : group == 3 ? -tiny : tiny);
+    if (group == 2) b.set(size_t(2 * c.n + j), tiny);
+    if (group != 3) b.set(size_t(32 * c.n + j), tiny);
   }
   Tensor out = poisoned(DType::f32, {c.m * c.n}, device);
   run_tensor_core_case<DType::f8e4m3, DType::f8e4m3>(c, a, b, out, device);
@@ -53,7 +61,8 @@ inline void expect_fp8_accumulator_model(const std::vector<LD>& got) {
   std::vector<LD> want(got.size());
   for (size_t e = 0; e < got.size(); ++e) want[e] = fp8_probe_model_value(int64_t(e / 64), int64_t(e % 64));
   expect_values("fp8 accumulator probe", got, want, exact(), [](size_t e) {
-    return "row " + std::to_string(e / 64) + " col " + std::to_string(e % 64);
+    return "row " + std::to_string(e / 64) + " col " + std::to_string(e % 64) + " (group " +
+           std::to_string(e % 64 / 16) + ")";
   });
 }
 

@@ -55,11 +55,14 @@ inline bool is_ieee_like(DType d) {
   return d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f8e4m3 || d == DType::f8e5m2;
 }
 inline bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
-// The relative error, against the sum of |products|, allowed a chain of `instructions` fp8
-// tensor-core instructions: between two of them the sum keeps 13 fraction bits
-// (runtime/emu/tensor_core_numerics.h), so each may lose 2^-13 of it; twice that is allowed,
-// for the rounding inside an instruction, which a GPU adds and the emulator does not model.
-inline double fp8_chain_error(int64_t instructions) { return static_cast<double>(instructions) * std::ldexp(1.0, -12); }
+// The relative error, against the sum of |products|, of a chain of `instructions` k32 fp8
+// tensor-core instructions into one accumulator: each cuts its 33 addends (C and 32 products)
+// to 13 fraction bits of the largest (runtime/emu/tensor_core_numerics.h), which is at most
+// the sum of |products| so far (every cut is toward zero), so each instruction, the final cut
+// of its sum included, loses less than 33 * 2^-13 of that sum.
+inline double fp8_chain_error(int64_t instructions) {
+  return static_cast<double>(instructions) * 33 * std::ldexp(1.0, -13);
+}
 
 inline FloatFormat format_of(DType d) {
   switch (d) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ops_test_util.h"
+#include "runtime/emu/tensor_core_numerics.h"
 #include "../ptx_dump.h"
 #include "../tensor_core_gemm.h"
 
@@ -65,14 +66,34 @@ inline Host random_gemm_operand(DType d, size_t n, Rng& rng) {
   return h;
 }
 
+// Whether the case's fp8 products are summed in the tensor cores' own accumulator (sm_80
+// multiplies fp8 on the CUDA cores instead).
+inline bool fp8_on_tensor_cores(const TensorCoreCase& c) { return is_fp8(c.a) && std::string_view(c.arch) != "sm_80"; }
+
+// The emulator's fp8 tensor cores exactly (runtime/emu/tensor_core_numerics.h): every output
+// a chain of k32 instructions over K in order (a DSL dot chains every K step), each a function
+// of its C and 32 products alone, so the result does not depend on the tiling.
+inline std::vector<LD> fp8_tensor_core_model(const Host& a, const Host& b, int64_t m, int64_t n, int64_t k) {
+  std::vector<LD> out(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t k0 = 0; k0 < k; k0 += 32)
+        acc = tilejit::emu::tensor_core_result(tilejit::emu::Encoding::e4m3, acc, 32, [&](int t) {
+          return k0 + t < k ? double(a.get(size_t(i * k + k0 + t)) * b.get(size_t((k0 + t) * n + j))) : 0.0;
+        });
+      out[size_t(i * n + j)] = acc;
+    }
+  return out;
+}
+
 // The relative error allowed against sum |a_ik * b_kj|: tf32 rounds each operand to 11
-// significant bits; fp8 products are summed in the tensor cores' own accumulator (a DSL dot
-// chains every K step into it), which loses up to 2^-13 of the sum per k32 instruction
-// (sm_80 multiplies fp8 on the CUDA cores instead); the other operand types multiply exactly
-// and round once per mma into f32.
+// significant bits; fp8 products are summed in the tensor cores' own accumulator (on a GPU,
+// within fp8_chain_error; the emulator is checked against its model exactly); the other
+// operand types multiply exactly and round once per mma into f32.
 inline double tensor_core_tolerance(const TensorCoreCase& c) {
   if (c.a == DType::f32 && c.precision == 0) return 2e-3;
-  if (is_fp8(c.a) && std::string_view(c.arch) != "sm_80") return 1e-5 + fp8_chain_error((c.k + 31) / 32);
+  if (fp8_on_tensor_cores(c)) return 1e-5 + fp8_chain_error((c.k + 31) / 32);
   return 1e-5;
 }
 
@@ -161,6 +182,8 @@ inline void check_tensor_core_gemm(const TensorCoreCase& c, Device& device) {
   auto where = [&](size_t i) { return "row " + std::to_string(i / size_t(c.n)) + " col " + std::to_string(i % size_t(c.n)); };
   if (acc == DType::i32)
     expect_values(tensor_core_case_name(c), got, ref.sum, exact(), where);
+  else if (fp8_on_tensor_cores(c) && device.info().kind == DeviceKind::emu)
+    expect_values(tensor_core_case_name(c), got, fp8_tensor_core_model(a, b, c.m, c.n, c.k), exact(), where);
   else
     expect_scaled(tensor_core_case_name(c), got, ref.sum, ref.magnitude, tensor_core_tolerance(c), where);
 }

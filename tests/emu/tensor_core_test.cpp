@@ -135,17 +135,18 @@ INSTANTIATE_TEST_SUITE_P(
         with_a_computed(TensorCoreCase{bf16, bf16, "sm_80", 0, 64, 64, 32, 4, 100, 72, 70})),
     [](const auto& info) { return tensor_core_case_name(info.param); });
 
-// The narrow accumulator of fp8 instructions (fp8_accumulator_probe.h), on both targets that
+// The narrower accumulator of fp8 instructions (fp8_accumulator_probe.h), on both targets that
 // multiply fp8 on the tensor cores: mma.sync on sm_89, wgmma on sm_90a. sm_80 multiplies fp8
 // on the CUDA cores in f32, so its probe gives the exact sums.
-TEST(TensorCoreNumerics, Fp8ChainsKeep13FractionBitsBetweenInstructions) {
+TEST(TensorCoreNumerics, Fp8InstructionsCutEachAddendTo13FractionBitsOfTheLargest) {
   for (const char* arch : {"sm_89", "sm_90a"}) {
     SCOPED_TRACE(arch);
     expect_fp8_accumulator_model(fp8_accumulator_probe(arch, Device::by_name(std::string("emu:") + arch)));
   }
   std::vector<LD> on_cuda_cores = fp8_accumulator_probe("sm_80", Device::by_name("emu:sm_80"));
-  EXPECT_EQ(on_cuda_cores[0], 1 + std::ldexp(1.0L, -13));
-  EXPECT_EQ(on_cuda_cores[64 + 32], -(1 + 3 * std::ldexp(1.0L, -14)));
+  EXPECT_EQ(on_cuda_cores[0], 1 + std::ldexp(1.0L, -13));                 // row 0, group 0
+  EXPECT_EQ(on_cuda_cores[64 + 32], -(1 + 3 * std::ldexp(1.0L, -14)));    // row 1, group 2
+  EXPECT_EQ(on_cuda_cores[48], 1 - std::ldexp(1.0L, -14));                // row 0, group 3
 }
 
 }  // namespace

@@ -153,31 +153,36 @@ TEST(GemmDescriptors, MisalignedOrScatteredOperandsUseTheirPointers) {
   EXPECT_TRUE(scattered.b.has_value());
 }
 
-// An int8 B given (K, N), which wgmma reads stored transposed: with 3 or more stages its dot
-// stays in flight and each stage holds a transposed tile too. The heuristic keeps what that
-// needs within an H100's shared memory: the wide 128 x 256 tile takes 2 stages (4 with their
-// transposed tiles would need 320 KiB), the 128 x 128 one 3, and the kernel built fits.
-TEST(GemmDescriptors, AnInt8BGivenKByNKeepsItsTransposedTilesWithinSharedMemory) {
+// An 8-bit B given (K, N), which wgmma reads stored transposed: with 3 or more stages a dot that
+// chains into its accumulator (int8, fp8 with fast accumulation) stays in flight and each
+// stage holds a transposed tile too. The heuristic keeps what that needs within an H100's
+// shared memory: the wide 128 x 256 tile takes 2 stages (4 with their transposed tiles would
+// need 320 KiB), the 128 x 128 one 3, and the kernel built fits.
+TEST(GemmDescriptors, An8BitBGivenKByNKeepsItsTransposedTilesWithinSharedMemory) {
   Device& device = Device::by_name("emu:sm_90a");
   DeviceInfo h100 = device.info();
   h100.sm_count = 132, h100.shared_per_block_optin = 227 * 1024;
-  for (int64_t mn : {8192, 1024}) {
-    SCOPED_TRACE(mn);
-    Tensor a = Tensor::empty(device, DType::i8, {mn, 1024}), b = Tensor::empty(device, DType::i8, {1024, mn});
-    gd::GemmProblem p = gd::check_gemm(a, b, {}, nullptr);
-    gd::set_output(p, Tensor::empty(device, p.features.out, p.out_shape));
-    gd::GemmConfig config = gd::heuristic_gemm_config(p, h100);
-    EXPECT_EQ(config.block_n, mn == 8192 ? 256 : 128);
-    EXPECT_EQ(config.num_stages, mn == 8192 ? 2 : 3);
-    KernelReport report;
-    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
-      report = gd::prepare_gemm_with(p, config, device, Tensor::empty(device, p.features.accumulator(), {1}));
-    });
-    ASSERT_EQ(ptx.size(), 1u);
-    int64_t rings = config.num_stages * (config.block_m + 2 * config.block_n) * config.block_k;
-    EXPECT_GE(report.shared_bytes, mn == 8192 ? rings - config.block_n * config.block_k : rings);
-    EXPECT_LE(report.shared_bytes, h100.shared_per_block_optin);
-    EXPECT_EQ(ptx[0].find("wgmma.wait_group.sync.aligned 1;") != std::string::npos, config.num_stages >= 3);
+  GemmOptions fast;
+  fast.fp8_fast_accumulation = true;
+  for (auto [dtype, options] : {std::pair{DType::i8, GemmOptions{}}, std::pair{DType::f8e4m3, fast}}) {
+    for (int64_t mn : {8192, 1024}) {
+      SCOPED_TRACE(name_of(dtype) + " " + std::to_string(mn));
+      Tensor a = Tensor::empty(device, dtype, {mn, 1024}), b = Tensor::empty(device, dtype, {1024, mn});
+      gd::GemmProblem p = gd::check_gemm(a, b, options, nullptr);
+      gd::set_output(p, Tensor::empty(device, p.features.out, p.out_shape));
+      gd::GemmConfig config = gd::heuristic_gemm_config(p, h100);
+      EXPECT_EQ(config.block_n, mn == 8192 ? 256 : 128);
+      EXPECT_EQ(config.num_stages, mn == 8192 ? 2 : 3);
+      KernelReport report;
+      std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
+        report = gd::prepare_gemm_with(p, config, device, Tensor::empty(device, p.features.accumulator(), {1}));
+      });
+      ASSERT_EQ(ptx.size(), 1u);
+      int64_t rings = config.num_stages * (config.block_m + 2 * config.block_n) * config.block_k;
+      EXPECT_GE(report.shared_bytes, mn == 8192 ? rings - config.block_n * config.block_k : rings);
+      EXPECT_LE(report.shared_bytes, h100.shared_per_block_optin);
+      EXPECT_EQ(ptx[0].find("wgmma.wait_group.sync.aligned 1;") != std::string::npos, config.num_stages >= 3);
+    }
   }
 }
 

@@ -81,6 +81,31 @@ std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64
   return out;
 }
 
+std::vector<uint8_t> random_integer_elements(DType dtype, int64_t count, int limit, std::mt19937_64& rng) {
+  int size = dtype_storage_bytes(dtype);
+  bool integer = dtype == DType::i8 || dtype == DType::i32;
+  FloatBits f = integer ? FloatBits{} : float_bits(dtype);
+  std::vector<uint8_t> out(static_cast<size_t>(count * size));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t n = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * limit + 1)) - limit;
+    uint64_t bits = static_cast<uint64_t>(n);
+    if (!integer) {
+      uint64_t magnitude = static_cast<uint64_t>(n < 0 ? -n : n);
+      bits = 0;
+      if (magnitude != 0) {
+        int e = std::ilogb(static_cast<double>(magnitude));
+        if (e > f.mantissa_bits) fail("{} does not hold the integer {} exactly", dtype_name(dtype), n);
+        int bias = (1 << (f.exponent_bits - 1)) - 1;
+        uint64_t mantissa = (magnitude - (uint64_t{1} << e)) << (f.mantissa_bits - e);
+        bits = static_cast<uint64_t>(bias + e) << f.mantissa_bits | mantissa;
+      }
+      if (n < 0) bits |= uint64_t{1} << (f.exponent_bits + f.mantissa_bits);
+    }
+    std::memcpy(out.data() + i * size, &bits, static_cast<size_t>(size));
+  }
+  return out;
+}
+
 Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, const void* elements) {
   Tensor t = Tensor::empty(device, dtype, std::move(shape));
   t.copy_from_host(elements, static_cast<size_t>(t.bytes()));

@@ -21,6 +21,10 @@ std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes);
 // [0, 3] (exact in every float format, fp8 included; no NaN or inf), integers in [-8, 8].
 std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64& rng);
 
+// `count` random integers in [-limit, limit] as elements of `dtype`. A float format holds
+// every integer up to 2^(mantissa bits + 1) exactly; limit 4 suits them all, fp8 included.
+std::vector<uint8_t> random_integer_elements(DType dtype, int64_t count, int limit, std::mt19937_64& rng);
+
 // A new contiguous tensor of `shape` on `device` holding `elements` (row-major, of `dtype`).
 Tensor upload_elements(Device& device, DType dtype, std::vector<int64_t> shape, const void* elements);
 // A new contiguous tensor of `shape` holding random_elements, and their values.

@@ -52,6 +52,8 @@ double accumulation_error(const GemmFeatures& f, int64_t k) {
   return 1e-5 + static_cast<double>(chained) * 33 * std::ldexp(1.0, -13);
 }
 
+bool small_integer_sums_exact(const GemmFeatures& f, int64_t k) { return !f.fast_accumulation || k < 1024; }
+
 double output_rounding(DType dtype) {
   switch (dtype) {
     case DType::f32: return 1e-6;

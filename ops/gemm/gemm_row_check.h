@@ -44,4 +44,10 @@ double output_rounding(DType dtype);
 // accumulation).
 double accumulation_error(const GemmFeatures& f, int64_t k);
 
+// Whether the tensor cores sum fp8 operands holding integers in [-4, 4] exactly, so that
+// accumulation_error's f32 part alone applies: their accumulator holds every integer below
+// 2^14 (13 fraction bits of the largest addend), which the sum of a K block of at most 128
+// products of |p| <= 16 stays under, and a chain with fast accumulation does below K = 1024.
+bool small_integer_sums_exact(const GemmFeatures& f, int64_t k);
+
 }  // namespace tilejit::ops::gemm_detail

@@ -7,9 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
+#include "ops/common/host_values.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 #include "ops/gemm/gemm_row_check.h"
 #include "tests/ops/gemm_check.h"
@@ -61,6 +66,54 @@ TEST(GemmTuning, Fp8TilesLeaveRoomForTheBlockProductUnlessAccumulatingFast) {
   EXPECT_EQ(fast.space.violated(wide, shape), std::nullopt);
   EXPECT_EQ(fast.heuristic(shape, h100)["BLOCK_N"], 256);
   EXPECT_EQ(spec.dtypes(), "f8e4m3,f8e4m3->bf16/fast_accumulation");
+}
+
+// The tuner checks fp8 candidates on small integers, which the tensor cores sum exactly
+// (gemm_row_check.h), so its check allows no more than an f32 sum's error and sees any product
+// a candidate drops. The premise, on the emulator's model of them: such a product is exact, by
+// K blocks at K = 2048 and chained below K = 1024 with fast accumulation.
+TEST(GemmTuning, Fp8CandidatesAreCheckedOnSmallIntegersSummedExactly) {
+  Device& device = Device::by_name("emu:sm_90a");
+  std::mt19937_64 rng(11);
+  for (auto [k, fast] : {std::pair{int64_t{2048}, false}, std::pair{int64_t{512}, true}}) {
+    SCOPED_TRACE(fmt::format("K = {}{}", k, fast ? ", fast accumulation" : ""));
+    const int64_t m = 64, n = 64;
+    std::vector<uint8_t> a = tilejit::ops::random_integer_elements(DType::f8e4m3, m * k, 4, rng),
+                         b = tilejit::ops::random_integer_elements(DType::f8e4m3, k * n, 4, rng);
+    GemmOptions o;
+    o.out_dtype = DType::f32, o.split_k = 1, o.fp8_fast_accumulation = fast;
+    Tensor out = tilejit::ops::gemm(tilejit::ops::upload_elements(device, DType::f8e4m3, {m, k}, a.data()),
+                                    tilejit::ops::upload_elements(device, DType::f8e4m3, {k, n}, b.data()), o);
+    std::vector<double> av = tilejit::ops::host_values(DType::f8e4m3, a), bv = tilejit::ops::host_values(DType::f8e4m3, b);
+    std::vector<double> got = tilejit::ops::download_values(out);
+    std::set<double> values(av.begin(), av.end());
+    EXPECT_EQ(values, (std::set<double>{-4, -3, -2, -1, 0, 1, 2, 3, 4}));
+    size_t inexact = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t t = 0; t < k; ++t) sum += av[size_t(i * k + t)] * bv[size_t(t * n + j)];
+        inexact += got[size_t(i * n + j)] != sum;
+      }
+    gd::GemmFeatures f;
+    f.a = f.b = DType::f8e4m3, f.fast_accumulation = fast;
+    EXPECT_TRUE(gd::small_integer_sums_exact(f, k));
+    EXPECT_EQ(inexact, 0u);
+  }
+
+  const gd::GemmTuningSpec spec{DType::f8e4m3, DType::f8e4m3, DType::bf16, dsl::Precision::tf32, false, true};
+  const at::TunableKernel& op = gd::gemm_tunable(spec);
+  const at::ProblemShape shape{{{"M", 64}, {"N", 64}, {"K", 512}}};
+  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
+  at::TuneOptions options;
+  options.top_k = 2;
+  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+  ASSERT_TRUE(result.best.has_value());
+  for (const at::CandidateResult& c : result.candidates) {
+    SCOPED_TRACE(c.config.str());
+    EXPECT_TRUE(c.trial.status == at::TrialStatus::ok || c.trial.status == at::TrialStatus::over_limits)
+        << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
+  }
 }
 
 TEST(GemmTuning, ATunedShapeServesLaterCalls) {

@@ -38,7 +38,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
         timer_(device, timing) {
     std::mt19937_64 rng(seed);
     // fp8 operands hold small integers, which the tensor cores sum exactly where
-    // small_integer_sums_exact says so: the check then sees any product a candidate drops.
+    // small_integer_sums_exact says so: the check then allows an f32 sum's error only.
     auto operand = [&](DType dtype, int64_t count) {
       return fp8_ ? random_integer_elements(dtype, count, 4, rng) : random_elements(dtype, count, rng);
     };

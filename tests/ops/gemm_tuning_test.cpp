@@ -39,6 +39,24 @@ void expect_same(const gd::GemmConfig& got, const gd::GemmConfig& want) {
   EXPECT_EQ(got.constants(), want.constants());
 }
 
+// Tunes `shape`, timing the cost model's top `top_k`: some are timed, a best is found, and every
+// candidate ran and passed the output check or was over the device's limits.
+at::TuneResult tune_checking_every_candidate(const at::TunableKernel& op, const at::ProblemShape& shape,
+                                             Device& device, int top_k) {
+  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
+  at::TuneOptions options;
+  options.top_k = top_k;
+  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+  EXPECT_TRUE(result.best.has_value());
+  EXPECT_GE(result.timed, 1);
+  for (const at::CandidateResult& c : result.candidates) {
+    SCOPED_TRACE(c.config.str());
+    EXPECT_TRUE(c.trial.status == at::TrialStatus::ok || c.trial.status == at::TrialStatus::over_limits)
+        << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
+  }
+  return result;
+}
+
 // fp8 holds each K block's product beside its accumulator (ops/common/f32_dot.h), so its
 // tiles hold half the values per thread: no 128 x 256 tile on 8 warps, in the space or from the
 // heuristic, unless it accumulates fast, which tunes under a name of its own.
@@ -69,8 +87,8 @@ TEST(GemmTuning, Fp8TilesLeaveRoomForTheBlockProductUnlessAccumulatingFast) {
 }
 
 // The tuner checks fp8 candidates on small integers, which the tensor cores sum exactly
-// (gemm_row_check.h), so its check allows no more than an f32 sum's error and sees any product
-// a candidate drops. The premise, on the emulator's model of them: such a product is exact, by
+// (gemm_row_check.h), so its check allows no more than an f32 sum's error and sees a product
+// a candidate drops unless the output's rounding hides it. The premise, on the emulator's model of them: such a product is exact, by
 // K blocks at K = 2048 and chained below K = 1024 with fast accumulation.
 TEST(GemmTuning, Fp8CandidatesAreCheckedOnSmallIntegersSummedExactly) {
   Device& device = Device::by_name("emu:sm_90a");
@@ -102,36 +120,15 @@ TEST(GemmTuning, Fp8CandidatesAreCheckedOnSmallIntegersSummedExactly) {
   }
 
   const gd::GemmTuningSpec spec{DType::f8e4m3, DType::f8e4m3, DType::bf16, dsl::Precision::tf32, false, true};
-  const at::TunableKernel& op = gd::gemm_tunable(spec);
-  const at::ProblemShape shape{{{"M", 64}, {"N", 64}, {"K", 512}}};
-  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
-  at::TuneOptions options;
-  options.top_k = 2;
-  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
-  ASSERT_TRUE(result.best.has_value());
-  for (const at::CandidateResult& c : result.candidates) {
-    SCOPED_TRACE(c.config.str());
-    EXPECT_TRUE(c.trial.status == at::TrialStatus::ok || c.trial.status == at::TrialStatus::over_limits)
-        << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
-  }
+  tune_checking_every_candidate(gd::gemm_tunable(spec), {{{"M", 64}, {"N", 64}, {"K", 512}}}, device, 2);
 }
 
 TEST(GemmTuning, ATunedShapeServesLaterCalls) {
   Device& device = Device::by_name("emu:sm_90a");
   const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, true};
-  const at::TunableKernel& op = gd::gemm_tunable(spec);
-  const at::ProblemShape shape{{{"M", 96}, {"N", 80}, {"K", 256}}};
-  auto runner = at::make_candidate_runner(op, shape, device, at::TimingOptions::for_device(device.info()), 7);
-  at::TuneOptions options;
-  options.top_k = 4;
-  at::TuneResult result = at::tune(op, shape, *runner, at::TuningDatabase::global(), options);
+  at::TuneResult result =
+      tune_checking_every_candidate(gd::gemm_tunable(spec), {{{"M", 96}, {"N", 80}, {"K", 256}}}, device, 4);
   ASSERT_TRUE(result.best.has_value());
-  EXPECT_GE(result.timed, 1);
-  for (const at::CandidateResult& c : result.candidates) {
-    SCOPED_TRACE(c.config.str());
-    EXPECT_TRUE(c.trial.status == at::TrialStatus::ok || c.trial.status == at::TrialStatus::over_limits)
-        << at::trial_status_name(c.trial.status) << ": " << c.trial.detail;
-  }
 
   TJ_SEEDED_RNG(rng);
   GemmCase call{.m = 96, .n = 80, .k = 256, .device = "emu:sm_90a"};

@@ -581,7 +581,6 @@ Tile argmin(const Tile& x, int axis, bool keepdims, Loc l) { return reduce("argm
 
 Tile dot(const Tile& a, const Tile& b, const Tile& acc, Precision precision, Loc l) {
   SourceLoc loc = at(l);
-  auto is_fp8 = [](DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; };
   if (a.rank() != 2 || b.rank() != 2 || a.is_pointer() || b.is_pointer())
     user_error("dot", loc, "expects 2-D tiles, got {} and {}", a.type().str(), b.type().str());
   if (a.shape()[1] != b.shape()[0])

@@ -43,6 +43,7 @@ int dtype_bits(DType t) { return info(t).bits; }
 int dtype_storage_bytes(DType t) { return t == DType::i1 ? 1 : info(t).bits / 8; }
 bool is_integer(DType t) { return info(t).integer; }
 bool is_float(DType t) { return !info(t).integer; }
+bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
 bool is_arithmetic(DType t) {
   return is_integer(t) || t == DType::f16 || t == DType::bf16 || t == DType::f32;
 }

@@ -17,6 +17,7 @@ int dtype_bits(DType t);            // i1 counts as 1 bit in registers
 int dtype_storage_bytes(DType t);   // bytes in memory (i1 is stored as one byte)
 bool is_integer(DType t);           // i1, i8, i32, i64
 bool is_float(DType t);             // every floating-point format, fp8 and e8m0 included
+bool is_fp8(DType t);               // f8e4m3, f8e5m2
 // Formats the lowering computes with directly; fp8 and e8m0 tiles must be cast first.
 bool is_arithmetic(DType t);
 

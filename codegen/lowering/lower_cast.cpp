@@ -133,8 +133,6 @@ llvm::Value* int_to_e8m0(Lowering& L, llvm::Value* x) {
   return B.CreateTrunc(B.CreateSelect(positive, code, B.getInt32(0xff)), B.getInt8Ty());  // <= 0: NaN
 }
 
-bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
-
 }  // namespace
 
 llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool saturate) {

@@ -1,11 +1,6 @@
 #include "ops/common/f32_dot.h"
 
 namespace tilejit::ops {
-namespace {
-
-bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
-
-}  // namespace
 
 dsl::Tile f32_dot(const dsl::Tile& a, const dsl::Tile& b, const dsl::Tile& acc, dsl::Precision precision) {
   if (!is_fp8(a.dtype())) return dsl::dot(a, b, acc, precision);

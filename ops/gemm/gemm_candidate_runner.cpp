@@ -29,18 +29,12 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
   GemmCandidateRunner& operator=(const GemmCandidateRunner&) = delete;
   GemmCandidateRunner(const GemmTuningSpec& spec, Device& device, const autotune::ProblemShape& shape,
                       const autotune::TimingOptions& timing, uint64_t seed)
-      : spec_(spec),
-        device_(device),
-        m_(shape["M"]),
-        n_(shape["N"]),
-        k_(shape["K"]),
-        fp8_(spec.a == DType::f8e4m3 || spec.a == DType::f8e5m2),
-        timer_(device, timing) {
+      : spec_(spec), device_(device), m_(shape["M"]), n_(shape["N"]), k_(shape["K"]), timer_(device, timing) {
     std::mt19937_64 rng(seed);
     // fp8 operands hold small integers, which the tensor cores sum exactly where
     // small_integer_sums_exact says so: the check then allows an f32 sum's error only.
     auto operand = [&](DType dtype, int64_t count) {
-      return fp8_ ? random_integer_elements(dtype, count, 4, rng) : random_elements(dtype, count, rng);
+      return is_fp8(spec.a) ? random_integer_elements(dtype, count, 4, rng) : random_elements(dtype, count, rng);
     };
     std::vector<uint8_t> a = operand(spec.a, m_ * k_), b = operand(spec.b, k_ * n_);
     reference_.emplace(host_values(spec.a, a), host_values(spec.b, b), m_, n_, k_);
@@ -52,7 +46,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
     options_.transpose_a = spec.a_transposed, options_.transpose_b = spec.b_transposed;
     options_.out_dtype = spec.out, options_.precision = spec.precision;
     options_.fp8_fast_accumulation = spec.fast_accumulation;
-    if (fp8_) {
+    if (is_fp8(spec.a)) {
       const float one = 1;
       options_.a_scale_inv = options_.b_scale_inv = upload_elements(device, DType::f32, {1}, &one);
     }
@@ -84,7 +78,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
     std::vector<uint8_t> got(static_cast<size_t>(out_->bytes()));
     out_->copy_to_host(got.data(), got.size());
     const GemmFeatures& f = problem_->features;
-    const double allowed = fp8_ && small_integer_sums_exact(f, k_) ? 1e-5 : accumulation_error(f, k_);
+    const double allowed = is_fp8(spec_.a) && small_integer_sums_exact(f, k_) ? 1e-5 : accumulation_error(f, k_);
     RowCheck check = reference_->check(spec_.out, got, allowed, output_rounding(spec_.out));
     if (!check.ok)
       return {false, fmt::format("max error {:.3g} exceeds {:.3g} + {:.0e} * |reference|", check.max_abs_error,
@@ -97,7 +91,6 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
   GemmTuningSpec spec_;
   Device& device_;
   int64_t m_, n_, k_;
-  bool fp8_;  // fp8 operands
   autotune::LaunchTimer timer_;
   std::optional<SampledRows> reference_;
   std::optional<Tensor> a_, b_, out_, workspace_like_;

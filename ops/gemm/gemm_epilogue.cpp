@@ -69,7 +69,7 @@ Tile apply_epilogue(const GemmFeatures& f, const NamedTiles& in, Tile acc, const
   if (f.bias == BiasAxis::row) acc = acc + expand_dims(load_vector(in, "bias", rows, in["M"]), 1);
   acc = activate(f.activation, acc);
   if (f.residual) acc = acc + load_matrix(in, "residual", batch, rows, cols, in_bounds);
-  bool fp8_out = f.out == DType::f8e4m3 || f.out == DType::f8e5m2;
+  bool fp8_out = is_fp8(f.out);
   return f.out == DType::f32 ? acc : cast(acc, f.out, /*saturate=*/fp8_out);  // fp8 clamps to its largest finite value
 }
 

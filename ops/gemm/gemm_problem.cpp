@@ -10,7 +10,6 @@
 namespace tilejit::ops::gemm_detail {
 namespace {
 
-bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 
 int64_t batch_of(const Tensor& t) { return t.rank() == 3 ? t.dim(0) : 1; }
 
@@ -78,7 +77,7 @@ namespace tilejit::ops {
 DType gemm_out_dtype(DType a, const GemmOptions& options) {
   if (options.out_dtype) return *options.out_dtype;
   if (a == DType::i8) return DType::i32;
-  if (a == DType::f8e4m3 || a == DType::f8e5m2) return DType::bf16;
+  if (is_fp8(a)) return DType::bf16;
   return a;
 }
 

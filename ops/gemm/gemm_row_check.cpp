@@ -47,7 +47,7 @@ RowCheck SampledRows::check(DType out_dtype, const std::vector<uint8_t>& out, do
 
 double accumulation_error(const GemmFeatures& f, int64_t k) {
   if (f.a == DType::i8) return 0;
-  if (f.a != DType::f8e4m3 && f.a != DType::f8e5m2) return 1e-5;
+  if (!is_fp8(f.a)) return 1e-5;
   const int64_t chained = f.fast_accumulation ? (k + 31) / 32 : 4;
   return 1e-5 + static_cast<double>(chained) * 33 * std::ldexp(1.0, -13);
 }

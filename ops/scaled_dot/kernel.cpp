@@ -16,7 +16,6 @@ namespace {
 
 using namespace tilejit::dsl;
 
-bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 // Every value of both dtypes is a value of `wide`.
 bool both_within(DType a, DType b, DType wide) { return (is_fp8(a) || a == wide) && (is_fp8(b) || b == wide); }
 

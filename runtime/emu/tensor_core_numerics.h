@@ -76,16 +76,17 @@ inline double cut_to_13_fraction_bits(double x, int exponent) {
 // leaves the order and intermediate precision of the sum unspecified).
 template <typename Product>
 float tensor_core_result(Encoding operands, double c, int k, Product product) {
+  const bool fp8 = is_fp8(operands);
+  constexpr int kNone = std::numeric_limits<int>::min();
+  int largest = fp8 && c != 0 ? std::ilogb(c) : kNone;  // the nonzero addends' largest exponent (fp8)
   double exact = c;
-  for (int i = 0; i < k; ++i) exact += product(i);
-  if (!is_fp8(operands) || !std::isfinite(exact)) return static_cast<float>(exact);
-  int largest = std::numeric_limits<int>::min();
-  auto widen = [&](double addend) {
-    if (addend != 0) largest = std::max(largest, std::ilogb(addend));
-  };
-  widen(c);
-  for (int i = 0; i < k; ++i) widen(product(i));
-  if (largest == std::numeric_limits<int>::min()) return static_cast<float>(exact);  // all zero
+  for (int i = 0; i < k; ++i) {
+    const double p = product(i);
+    exact += p;
+    if (fp8 && p != 0) largest = std::max(largest, std::ilogb(p));
+  }
+  if (!fp8 || !std::isfinite(exact)) return static_cast<float>(exact);
+  if (largest == kNone) return static_cast<float>(exact);  // all zero
   // Multiples of one step below 2^(largest + 1): their sum is exact in a double.
   double aligned = cut_to_13_fraction_bits(c, largest);
   for (int i = 0; i < k; ++i) aligned += cut_to_13_fraction_bits(product(i), largest);

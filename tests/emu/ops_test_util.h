@@ -54,7 +54,6 @@ struct FloatFormat {
 inline bool is_ieee_like(DType d) {
   return d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f8e4m3 || d == DType::f8e5m2;
 }
-inline bool is_fp8(DType d) { return d == DType::f8e4m3 || d == DType::f8e5m2; }
 // The relative error, against the sum of |products|, of a chain of `instructions` k32 fp8
 // tensor-core instructions into one accumulator: each cuts its 33 addends (C and 32 products)
 // to 13 fraction bits of the largest (runtime/emu/tensor_core_numerics.h), which is at most

@@ -31,6 +31,10 @@ struct GemmCase {
   // Operands drawn from [0, hi) instead of (-hi, hi): the sums grow with K, as a long dot's do
   // when its terms agree in sign.
   bool positive = false;
+  // Operands drawn as integers in [-4, 4]. The tensor cores sum fp8 products of these exactly
+  // (each K block, and a chain of fewer than 32 k32 instructions), so an fp8 product is held to
+  // an f32 sum's error and a lost or doubled product shows.
+  bool small_integers = false;
   // Called with the operands and options just before the call, to look at how gemm will run them.
   std::function<void(const Tensor& a, const Tensor& b, const tilejit::ops::GemmOptions& o)> before_launch = {};
   // How the case computes out; tilejit::ops::gemm when not set.
@@ -64,6 +68,7 @@ inline double accumulation_error(const GemmCase& c) {
   if (c.a == DType::f32 && c.options.precision == dsl::Precision::tf32) return 2e-3;
   double f32_sum = 2e-6 + static_cast<double>(c.k) * 6e-8;
   if (!is_fp8(c.a)) return f32_sum;
+  if (c.small_integers && (!c.options.fp8_fast_accumulation || c.k < 1024)) return f32_sum;
   return f32_sum + fp8_chain_error(c.options.fp8_fast_accumulation ? (c.k + 31) / 32 : 4);
 }
 
@@ -115,8 +120,14 @@ inline double check_gemm(GemmCase c, Rng& rng) {
   double hi = c.a == DType::i8 ? 127 : c.a == DType::f8e4m3 || c.a == DType::f8e5m2 ? 8 : 2;
   Inputs in;
   double lo = c.positive ? 0 : -hi;
-  in.a = random_host(c.a, size_t(c.batch_a * m * k), rng, lo, hi);
-  in.b = random_host(c.b, size_t(c.batch_b * k * n), rng, lo, hi);
+  auto operand = [&](DType d, int64_t count) {
+    if (!c.small_integers) return random_host(d, size_t(count), rng, lo, hi);
+    Host h(d, size_t(count));
+    for (size_t i = 0; i < h.size(); ++i) h.set(i, static_cast<double>(rng.integer(-4, 4)));
+    return h;
+  };
+  in.a = operand(c.a, c.batch_a * m * k);
+  in.b = operand(c.b, c.batch_b * k * n);
   Tensor a = upload(layout(in.a, c.batch_a, m, k, o.transpose_a),
                     matrix_shape(batched, c.batch_a, o.transpose_a ? k : m, o.transpose_a ? m : k), dev);
   Tensor b = upload(layout(in.b, c.batch_b, k, n, o.transpose_b),

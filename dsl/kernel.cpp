@@ -20,12 +20,12 @@ bool Constants::has(std::string_view name) const {
 }
 
 Kernel::Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body,
-               const void* code_anchor)
+               BodyOrigin origin)
     : name_(std::move(name)),
       params_(std::move(params)),
       constants_(std::move(constants)),
       body_(std::move(body)),
-      code_anchor_(code_anchor) {
+      origin_(std::move(origin)) {
   for (auto& p : params_)
     if (p.type.is_tile()) fail("kernel {}: parameter '{}' must be a scalar or a pointer", name_, p.name);
   auto declare_default = [&](const char* key, int64_t value) {
@@ -35,6 +35,11 @@ Kernel::Kernel(std::string name, std::vector<ir::Param> params, std::vector<Cons
   };
   declare_default("num_warps", 4);
   declare_default("num_stages", 1);
+}
+
+const std::string& Kernel::captures() const {
+  static const std::string unknown;
+  return origin_.captures ? *origin_.captures : unknown;
 }
 
 Constants Kernel::constants(const std::vector<std::pair<std::string, int64_t>>& overrides) const {

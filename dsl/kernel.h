@@ -12,9 +12,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -60,19 +62,37 @@ class Constants {
   bool has(std::string_view name) const;
 };
 
+// Where a kernel's body comes from, which lets a later process reuse the kernel's compiled
+// code without tracing it (runtime/cuda/cuda_compile.h): an address inside the binary
+// (executable or shared library) that defines the body, and what else the body's IR depends
+// on beside the kernel's name, constants and arguments, as text. A lambda's captures are such
+// state: `captures` is unknown (nullopt) for a lambda that captures anything until the code
+// that made it names what it captured (Kernel::describe_captures). State a body reads from
+// elsewhere (a global) must go into a constant or the name.
+struct BodyOrigin {
+  const void* code_anchor = nullptr;
+  std::optional<std::string> captures;
+};
+
 class Kernel {
  public:
   using Body = std::function<void(const Constants&, std::span<const Tile>)>;
   Kernel(std::string name, std::vector<ir::Param> params, std::vector<ConstantDecl> constants, Body body,
-         const void* code_anchor = nullptr);
+         BodyOrigin origin = {});
 
   const std::string& name() const { return name_; }
   const std::vector<ir::Param>& params() const { return params_; }
   const std::vector<ConstantDecl>& constant_decls() const { return constants_; }
-  // An address inside the binary (executable or shared library) that defines the kernel's
-  // body; the runtime identifies that binary by it, so a cached kernel is reused without
-  // tracing only while the code that defined it is unchanged. Null when unknown.
-  const void* code_anchor() const { return code_anchor_; }
+  // The body's code (BodyOrigin): an address inside the binary that defines it, which the
+  // runtime identifies the binary by, so a cached kernel is reused without tracing only while
+  // that code is unchanged. Null when unknown, or while what the body captures is.
+  const void* code_anchor() const { return origin_.captures ? origin_.code_anchor : nullptr; }
+  // What the body depends on beside its code, name, constants and arguments; empty for a body
+  // that captures nothing.
+  const std::string& captures() const;
+  // Names what this kernel's body captured: `description` must tell apart every two kernels
+  // made from one lambda whose traces may differ (ops use the key they memoize the kernel by).
+  void describe_captures(std::string description) { origin_.captures = std::move(description); }
 
   // The declared constants with `overrides` applied; an unknown name is an error.
   Constants constants(const std::vector<std::pair<std::string, int64_t>>& overrides = {}) const;
@@ -89,13 +109,29 @@ class Kernel {
   std::vector<ir::Param> params_;
   std::vector<ConstantDecl> constants_;
   Body body_;
-  const void* code_anchor_;
+  BodyOrigin origin_;
 };
 
 namespace detail {
 // One instantiation per kernel body type, emitted in the binary that defines the body.
 template <typename F>
 void code_anchor() {}
+}  // namespace detail
+
+// The origin of a body of type F: a function's own address; a lambda's type, with nothing
+// captured when the lambda holds no state (a capturing one is unknown until described).
+template <typename F>
+BodyOrigin body_origin(const F& body) {
+  if constexpr (std::is_pointer_v<F>) {
+    return {reinterpret_cast<const void*>(body), std::string()};
+  } else {
+    std::optional<std::string> captures;
+    if constexpr (std::is_empty_v<F>) captures = std::string();
+    return {reinterpret_cast<const void*>(&detail::code_anchor<F>), captures};
+  }
+}
+
+namespace detail {
 
 template <typename T>
 struct CallableArgs : CallableArgs<decltype(&T::operator())> {};
@@ -127,8 +163,7 @@ Kernel define_kernel(std::string name, std::vector<std::string> names, std::vect
       fn(c, std::tuple_element_t<I, Args>(args[I])...);
     }(std::make_index_sequence<n>());
   };
-  return Kernel(std::move(name), std::move(params), std::move(constants), std::move(body),
-                reinterpret_cast<const void*>(&detail::code_anchor<F>));
+  return Kernel(std::move(name), std::move(params), std::move(constants), std::move(body), body_origin(fn));
 }
 
 }  // namespace tilejit::dsl

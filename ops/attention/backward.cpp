@@ -195,7 +195,7 @@ AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Te
   args.shape("logsumexp", logsumexp, p.logsumexp_shape());
   args.contiguous("logsumexp", logsumexp);
 
-  Stream& s = op_stream(q, stream);
+  Stream& s = args.stream_for("q", q, stream);
   BackwardBuffers buffers = backward_buffers(p, out, out_strides, dout, dout_strides, logsumexp, s);
   launch_backward(p, backward_call_configs(p, s.device()), buffers, s);
   return {buffers.dq, buffers.dk, buffers.dv};

@@ -51,10 +51,11 @@ KernelReport prepare_forward(const AttentionProblem& p, const KernelConfig& conf
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
                           Stream* stream) {
   using namespace attention_detail;
-  AttentionProblem p = check_attention(OpArguments("attention"), q, k, v, options);
+  OpArguments args("attention");
+  AttentionProblem p = check_attention(args, q, k, v, options);
+  Stream& s = args.stream_for("q", q, stream);
   AttentionResult r{Tensor::empty(q.device(), q.dtype(), p.q_shape()), std::nullopt};
   if (options.return_logsumexp) r.logsumexp = Tensor::empty(q.device(), DType::f32, p.logsumexp_shape());
-  Stream& s = op_stream(q, stream);
   launch_forward(p, forward_call_config(p, s.device()), r.out, r.logsumexp ? &*r.logsumexp : nullptr, s);
   return r;
 }

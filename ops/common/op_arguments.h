@@ -41,6 +41,16 @@ class OpArguments {
   void same_dtype(std::string_view name_a, const Tensor& a, std::string_view name_b, const Tensor& b) const;
   // Row-major with no gaps (the ops that take strided operands say so and check strides themselves).
   void contiguous(std::string_view name, const Tensor& t) const;
+  // An output no two of whose elements share an address (a stride of 0 over a dim of more than
+  // one element, or strides that interleave).
+  void no_self_overlap(std::string_view name, const Tensor& out) const;
+  // An output whose memory does not overlap an input's: the op reads `in` while it writes
+  // `out`. Judged by the bytes each spans from its first to its last element, so interleaved
+  // views of one buffer count as overlapping.
+  void disjoint(std::string_view out_name, const Tensor& out, std::string_view in_name, const Tensor& in) const;
+  // `stream`, or the default stream of `t`'s device when null. A stream of another device is
+  // an error that names both devices.
+  Stream& stream_for(std::string_view name, const Tensor& t, Stream* stream) const;
   // The dimension index `dim` (negative counts from the end) within a tensor of `rank`
   // dimensions, normalized; `what` names it in the error ("axis", "scatter_dimension").
   int normalized_dim(std::string_view what, int dim, int rank) const;

@@ -11,10 +11,12 @@ const JitKernel& op_kernel(const std::string& key, const std::function<dsl::Kern
   static std::map<std::string, std::unique_ptr<JitKernel>, std::less<>> kernels;
   std::lock_guard lock(mutex);
   auto it = kernels.find(key);
-  if (it == kernels.end()) it = kernels.emplace(key, std::make_unique<JitKernel>(make())).first;
+  if (it == kernels.end()) {
+    dsl::Kernel kernel = make();
+    kernel.describe_captures(key);
+    it = kernels.emplace(key, std::make_unique<JitKernel>(std::move(kernel))).first;
+  }
   return *it->second;
 }
-
-Stream& op_stream(const Tensor& t, Stream* stream) { return stream ? *stream : t.device().default_stream(); }
 
 }  // namespace tilejit::ops

@@ -4,7 +4,7 @@
 //
 //   const JitKernel& k = op_kernel(fmt::format("rmsnorm/{}", dtype_name(x.dtype())),
 //                                  [&] { return rmsnorm_kernel(x.dtype()); });
-//   k.with({{"BLOCK", block}}).launch(op_stream(x, stream), {rows}, x, gamma, y, n);
+//   k.with({{"BLOCK", block}}).launch(args.stream_for("x", x, stream), {rows}, x, gamma, y, n);
 //
 // Kernels whose parameter dtypes are only known at run time are defined with
 // define_op_kernel, which takes the parameters as a list.
@@ -22,11 +22,10 @@
 namespace tilejit::ops {
 
 // The kernel memoized under `key`, made by `make` on first use; thread-safe. The key must
-// name everything `make` depends on.
+// name everything `make` depends on; it describes what the kernel's body captures
+// (dsl::Kernel::describe_captures), so two kernels of one lambda never share compiled code.
 const JitKernel& op_kernel(const std::string& key, const std::function<dsl::Kernel()>& make);
 
-// `stream`, or the default stream of `t`'s device when null.
-Stream& op_stream(const Tensor& t, Stream* stream);
 
 // A parameter of a kernel defined with define_op_kernel.
 inline ir::Param pointer_param(std::string name, DType element) {
@@ -36,14 +35,15 @@ inline ir::Param scalar_param(std::string name, DType dtype) {
   return ir::Param{std::move(name), ir::Type::scalar(dtype), {}};
 }
 
-// A kernel over `params` whose body receives them as a span, in order. The body's type
-// identifies the binary that defines it, as define_kernel's does (dsl/kernel.h).
+// A kernel over `params` whose body receives them as a span, in order. The body's origin is
+// found as define_kernel finds it (dsl/kernel.h); op_kernel describes what it captures.
 template <typename F>
 dsl::Kernel define_op_kernel(std::string name, std::vector<ir::Param> params,
                              std::vector<dsl::ConstantDecl> constants, F body) {
+  dsl::BodyOrigin origin = dsl::body_origin(body);
   return dsl::Kernel(std::move(name), std::move(params), std::move(constants),
                      [body](const dsl::Constants& c, std::span<const dsl::Tile> args) { body(c, args); },
-                     reinterpret_cast<const void*>(&dsl::detail::code_anchor<F>));
+                     std::move(origin));
 }
 
 }  // namespace tilejit::ops

@@ -54,7 +54,7 @@ Fp8Tensor fp8_quantize(const Tensor& x, Fp8ScalingState& state, const Fp8Quantiz
   args.contiguous("x", x);
   args.same_device("x", x, "the scaling state's scale", state.scale());
   Fp8Tensor out = fp8_output(x.device(), x.shape(), state);
-  Stream& s = op_stream(x, stream);
+  Stream& s = args.stream_for("x", x, stream);
   launch_fp8_quantize(x, state, out, s);
   if (options.update_scale) fp8_update_scale(state, &s);
   return out;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "ops/common/op_arguments.h"
 #include "ops/common/op_kernels.h"
 #include "ops/fp8.h"
 #include "ops/fp8/fp8_tiles.h"
@@ -44,7 +45,7 @@ void fp8_update_scale(Fp8ScalingState& state, Stream* stream) {
   const auto len = static_cast<int32_t>(state.recipe_.amax_history_len);
   const auto margin_factor = static_cast<float>(std::ldexp(1.0, -state.recipe_.margin));
   kernel.with({{"MOST_RECENT", most_recent ? 1 : 0}})
-      .launch(op_stream(state.scale_, stream), {1}, state.amax_history_, state.rolled_history_, state.scale_, len,
+      .launch(OpArguments("fp8_update_scale").stream_for("the scaling state", state.scale_, stream), {1}, state.amax_history_, state.rolled_history_, state.scale_, len,
               fp8_max(state.dtype_), margin_factor);
   std::swap(state.amax_history_, state.rolled_history_);
 }

@@ -28,7 +28,7 @@ Tensor quant_int8(const Tensor& x, Stream* stream) {
   const int64_t block = 1024;
   const JitKernel& k = op_kernel(fmt::format("quant_int8/{}", dtype_name(x.dtype())),
                                  [&] { return quant_int8_kernel(x.dtype()); });
-  k.with({{"BLOCK", block}}).launch(op_stream(x, stream), {blocks(x.numel(), block)}, x, q,
+  k.with({{"BLOCK", block}}).launch(args.stream_for("x", x, stream), {blocks(x.numel(), block)}, x, q,
                                     static_cast<int32_t>(x.numel()));
   return q;
 }
@@ -38,15 +38,18 @@ RowQuantized quantize_rows_int8(const Tensor& x, Stream* stream) {
   check_float(args, "x", x);
   args.rank("x", x, 2);
   int64_t r = x.dim(0), c = x.dim(1);
-  if ((r - 1) * x.strides()[0] + (c - 1) * x.strides()[1] >= (int64_t{1} << 31))
-    args.fail("x ({}) spans 2^31 or more elements", x.describe());
+  // The kernel indexes x through its strides and q densely, both in 32 bits.
+  const int64_t limit = int64_t{1} << 31;
+  if (r * c >= limit || (r - 1) * x.strides()[0] + (c - 1) * x.strides()[1] >= limit)
+    args.fail("x ({}) has or spans 2^31 or more elements", x.describe());
+  Stream& s = args.stream_for("x", x, stream);
   RowQuantized out{Tensor::empty(x.device(), DType::i8, {r, c}), Tensor::empty(x.device(), DType::f32, {r})};
   if (r == 0) return out;
   const int64_t block_r = 16, block_c = 128;
   const JitKernel& k = op_kernel(fmt::format("quantize_rows_int8/{}", dtype_name(x.dtype())),
                                  [&] { return quantize_rows_kernel(x.dtype()); });
   k.with({{"BLOCK_R", block_r}, {"BLOCK_C", block_c}})
-      .launch(op_stream(x, stream), {blocks(r, block_r)}, x, out.q, out.inv_scale, static_cast<int32_t>(r),
+      .launch(s, {blocks(r, block_r)}, x, out.q, out.inv_scale, static_cast<int32_t>(r),
               static_cast<int32_t>(c), static_cast<int32_t>(x.strides()[0]), static_cast<int32_t>(x.strides()[1]));
   return out;
 }
@@ -60,13 +63,14 @@ Tensor matmul_true_int8(const Tensor& a, const Tensor& b, Stream* stream) {
 
 namespace {
 
-// q_matmul_int8's checks, its two quantizations, and the gemm options that dequantize.
+// q_matmul_int8's checks (of `out` too, when given), its two quantizations, and the gemm
+// options that dequantize.
 struct QuantizedProduct {
   RowQuantized a, w;
   GemmOptions options;
 };
 
-QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, Stream* stream) {
+QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, const Tensor* out, Stream* stream) {
   OpArguments args("q_matmul_int8");
   check_float(args, "a", a);
   args.rank("a", a, 2);
@@ -76,6 +80,12 @@ QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, Stream* 
   if (a.dim(1) != w.dim(0))
     args.fail("a's columns ({}) must equal w's rows ({}): a is {}, w is {}", a.dim(1), w.dim(0), a.describe(),
               w.describe());
+  if (out) {
+    args.same_device("out", *out, "a", a);
+    args.dtype("out", *out, {a.dtype()});
+    args.shape("out", *out, {a.dim(0), w.dim(1)});
+  }
+  args.stream_for("a", a, stream);
   QuantizedProduct p{quantize_rows_int8(a, stream), quantize_rows_int8(w.permute({1, 0}), stream), {}};
   p.options.transpose_b = true;  // w's columns were quantized as rows: (N, K)
   p.options.row_scale = p.a.inv_scale;
@@ -87,12 +97,12 @@ QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, Stream* 
 }  // namespace
 
 Tensor q_matmul_int8(const Tensor& a, const Tensor& w, Stream* stream) {
-  QuantizedProduct p = quantize_for_product(a, w, stream);
+  QuantizedProduct p = quantize_for_product(a, w, nullptr, stream);
   return gemm(p.a.q, p.w.q, p.options, stream);
 }
 
 void q_matmul_int8(const Tensor& a, const Tensor& w, const Tensor& out, Stream* stream) {
-  QuantizedProduct p = quantize_for_product(a, w, stream);
+  QuantizedProduct p = quantize_for_product(a, w, &out, stream);
   gemm(p.a.q, p.w.q, out, p.options, stream);
 }
 

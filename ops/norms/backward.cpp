@@ -89,7 +89,7 @@ NormGradients norm_backward(NormKind kind, const Tensor& dy, const Tensor& x, co
                             const Tensor& gamma, const NormBackwardOptions& options, Stream* stream) {
   OpArguments args(kind == NormKind::layer ? "layer_norm_backward" : "rms_norm_backward");
   const RowShape shape = check_norm_backward(args, kind, dy, x, mean, rsigma, gamma, options);
-  Stream& s = op_stream(x, stream);
+  Stream& s = args.stream_for("x", x, stream);
   const NormBackwardPlan plan = plan_norm_backward(kind, s, shape);
   NormGradients out = make_norm_gradients(kind, x, gamma);
   launch_norm_backward(kind, dy, x, mean, rsigma, gamma, options, shape, plan, out, s);

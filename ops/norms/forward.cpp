@@ -52,7 +52,7 @@ NormOutput norm_forward(NormKind kind, const Tensor& x, const Tensor& gamma, con
   OpArguments args(kind == NormKind::layer ? "layer_norm" : "rms_norm");
   const RowShape shape = check_norm_forward(args, kind, x, gamma, beta, options);
   NormOutput out = make_norm_output(kind, x, shape, options);
-  launch_norm_forward(kind, x, gamma, beta, options, shape, out, op_stream(x, stream));
+  launch_norm_forward(kind, x, gamma, beta, options, shape, out, args.stream_for("x", x, stream));
   return out;
 }
 

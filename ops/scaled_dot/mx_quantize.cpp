@@ -68,7 +68,7 @@ MxQuantized mx_quantize(const Tensor& x, Stream* stream) {
   scale_shape.back() /= kMxBlock;
   MxQuantized out{Tensor::empty(x.device(), DType::f8e4m3, x.shape()),
                   Tensor::empty(x.device(), DType::e8m0, scale_shape)};
-  launch_mx_quantize(x, out.data, out.scales, op_stream(x, stream));
+  launch_mx_quantize(x, out.data, out.scales, args.stream_for("x", x, stream));
   return out;
 }
 

@@ -137,16 +137,16 @@ std::string constants_string(const dsl::Constants& constants) {
   return out;
 }
 
-// Per parameter: its type (kernels one function traces may take different parameters), its
-// facts (`=1`, `%divisibility`), and a descriptor's block, which holds its rank. No facts
-// means none hold.
+// Per parameter: its name and type (kernels one function traces may take different
+// parameters, and a body may ask which it has), its facts (`=1`, `%divisibility`), and a
+// descriptor's block, which holds its rank. No facts means none hold.
 std::string facts_string(const dsl::Kernel& kernel, const std::vector<ir::ArgFacts>& facts) {
   std::string out;
   const std::vector<ir::Param>& params = kernel.params();
   for (size_t i = 0; i < params.size(); ++i) {
     ir::ArgFacts f = i < facts.size() ? facts[i] : ir::ArgFacts{};
-    out += fmt::format("{}:{}%{}{};", params[i].type.str(), f.equals_one ? "=1" : "", f.divisibility,
-                       f.block.empty() ? "" : "/" + ir::shape_str(f.block));
+    out += fmt::format("{} {}:{}%{}{};", params[i].name, params[i].type.str(), f.equals_one ? "=1" : "",
+                       f.divisibility, f.block.empty() ? "" : "/" + ir::shape_str(f.block));
   }
   return out;
 }
@@ -192,7 +192,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
     return image;
   };
   if (std::string code = code_identity(kernel.code_anchor()); !code.empty()) {
-    launch_key = cache_key({"launch", code, kernel.name(), constants_string(*request.constants),
+    launch_key = cache_key({"launch", code, kernel.name(), kernel.captures(), constants_string(*request.constants),
                             facts_string(kernel, request.facts), target.arch, target.ptx_feature, option_text,
                             versions.tilejit, versions.llvm, tool});
     if (auto ir_key = cache.get(launch_key)) {

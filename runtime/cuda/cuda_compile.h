@@ -1,15 +1,18 @@
 // A kernel specialization -> a loadable image for a CUDA target, through the kernel cache.
 //
 // Two cache levels make a warm start free of tracing and LLVM:
-//   launch key (the code that defines the kernel, its name, constants, argument facts,
-//               target, options, versions, cubin tool) -> the IR key
+//   launch key (the code that defines the kernel, what its body captures, its name,
+//               constants, parameters and argument facts, target, options, versions, cubin
+//               tool) -> the IR key
 //   IR key     (the traced tile IR, target, options, versions, cubin tool) -> the image
 // A launch-key hit needs no trace. A miss traces, then the IR key still saves the compile when
 // another kernel (or another build of the program) traced to the same IR.
 //
-// The launch key assumes a kernel's IR follows from its code, name, constants and facts: a
-// body that reads run-time state (a lambda capture, a global) must put it into a constant or
-// the name. Without a code anchor (Kernel::code_anchor() null) only the IR level is used.
+// The launch key assumes a kernel's IR follows from what it names (dsl::BodyOrigin): a lambda
+// that captures state is described by the code that made it (ops: their memo key), and a body
+// that reads a global must put it into a constant or the name. Without a known origin
+// (Kernel::code_anchor() null: no anchor, or captures nobody described) only the IR level is
+// used.
 #pragma once
 
 #include <string>

@@ -6,9 +6,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -236,6 +238,71 @@ TEST_F(CudaCompileTest, EachSpecializationIsItsOwnEntry) {
     EXPECT_EQ(image.cubin, cubins[i]) << cases[i].what;
   }
   EXPECT_EQ(traces, before);
+}
+
+// out[i] = x[i] * factor, `factor` captured: one lambda type for every factor.
+Kernel scale_kernel(float factor) {
+  return define_kernel("tj_test_scale", {"x", "out", "n"}, {{"BLOCK", 128}},
+                       [factor](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
+                         ++traces;
+                         Tile offs = program_id(0) * c["BLOCK"] + arange(0, c["BLOCK"]);  // (BLOCK)
+                         Tile mask = offs < n;
+                         store(out + offs, load(x + offs, mask) * static_cast<double>(factor), mask);
+                       });
+}
+
+// The f32 constant as PTX writes it (0f40400000 for 3).
+std::string ptx_float(float value) { return fmt::format("0f{:08X}", std::bit_cast<uint32_t>(value)); }
+
+CudaKernelImage compile_kernel(const Kernel& kernel, KernelCache& cache) {
+  Constants constants = kernel.constants();
+  return compile_cuda_kernel(KernelRequest{&kernel, &constants, {}}, codegen::find_target("sm_90a"), cache);
+}
+
+// Kernels made by one lambda share its code and name; what the lambda captured tells them
+// apart. Undescribed, the warm start traces (the image is found by its IR); described, as ops
+// describe theirs, it traces nothing and still never serves another capture's image.
+TEST_F(CudaCompileTest, KernelsOfOneLambdaAreToldApartByWhatItCaptured) {
+  for (bool described : {false, true}) {
+    SCOPED_TRACE(described ? "captures described" : "captures unknown");
+    Kernel by_three = scale_kernel(3), by_five = scale_kernel(5);
+    EXPECT_EQ(by_three.code_anchor(), nullptr);
+    if (described) by_three.describe_captures("factor=3"), by_five.describe_captures("factor=5");
+    EXPECT_EQ(by_three.code_anchor() != nullptr, described);
+    KernelCache cold = new_cache();
+    compile_kernel(by_three, cold);
+    for (int start = 0; start < 2; ++start) {  // a cold start, then a warm one
+      KernelCache cache = new_cache();
+      int before = traces;
+      CudaKernelImage image = compile_kernel(by_five, cache);
+      EXPECT_NE(image.ptx.find(ptx_float(5)), std::string::npos) << "start " << start << " served factor 3's image";
+      EXPECT_EQ(image.ptx.find(ptx_float(3)), std::string::npos) << "start " << start;
+      EXPECT_EQ(traces, before + (start == 1 && described ? 0 : 1)) << "start " << start;
+    }
+  }
+}
+
+// Two functions of one signature given the same kernel name: each is its own code.
+void scale_by_three(const Constants& c, Ptr<f32> x, Ptr<f32> out) {
+  Tile offs = arange(0, c["BLOCK"]);
+  store(out + offs, load(x + offs) * 3.0);
+}
+void scale_by_five(const Constants& c, Ptr<f32> x, Ptr<f32> out) {
+  Tile offs = arange(0, c["BLOCK"]);
+  store(out + offs, load(x + offs) * 5.0);
+}
+
+TEST_F(CudaCompileTest, FunctionsOfOneSignatureAndNameAreToldApart) {
+  Kernel by_three = define_kernel("tj_test_scale_fn", {"x", "out"}, {{"BLOCK", 128}}, scale_by_three);
+  Kernel by_five = define_kernel("tj_test_scale_fn", {"x", "out"}, {{"BLOCK", 128}}, scale_by_five);
+  ASSERT_NE(by_three.code_anchor(), nullptr);
+  ASSERT_NE(by_five.code_anchor(), nullptr);
+  for (int start = 0; start < 2; ++start) {  // a cold start, then a warm one
+    KernelCache first = new_cache();
+    EXPECT_NE(compile_kernel(by_three, first).ptx.find(ptx_float(3)), std::string::npos) << "start " << start;
+    KernelCache second = new_cache();
+    EXPECT_NE(compile_kernel(by_five, second).ptx.find(ptx_float(5)), std::string::npos) << "start " << start;
+  }
 }
 
 TEST_F(CudaCompileTest, ACorruptedImageIsCompiledAgain) {

@@ -347,20 +347,30 @@ int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest,
 }
 
 PackImport import_cache_pack(const CachePack& pack, KernelCache& cache) {
+  if (!cache.on_disk())
+    fail("cannot import cache pack {}: the kernel cache is {}", pack.path(),
+         cache.enabled() ? "in memory only (no usable directory)" : "disabled");
   if (auto problems = pack.verify(); !problems.empty())
     fail("cache pack {} is damaged; nothing imported: {}", pack.path(), fmt::join(problems, "; "));
-  std::set<std::string> present;
-  for (const CacheEntryInfo& entry : cache.list()) present.insert(entry.key);
   PackImport result;
   for (const PackEntryInfo& entry : pack.entries()) {
-    if (present.count(entry.key)) {
-      ++result.already_present;
-      continue;
-    }
     auto value = pack.find(entry.key);
     if (!value) fail("cache pack {} changed while it was imported (entry {})", pack.path(), entry.key);
-    cache.put(entry.key, value->label, std::move(value->value));
-    ++result.added;
+    // Under the cache's update lock: an entry another process stores meanwhile (a tuner's
+    // result) is kept, not overwritten.
+    bool present = false;
+    bool stored = cache.update(entry.key, value->label, [&](std::optional<std::string_view> current) {
+      present = current.has_value();
+      return present ? std::nullopt : std::optional<std::string>(std::move(value->value));
+    });
+    if (present) {
+      ++result.already_present;
+    } else if (!stored) {
+      fail("cannot import cache pack {}: entry {} ({}) could not be written into {} ({} entries imported before it)",
+           pack.path(), entry.key, entry.label, cache.directory(), result.added);
+    } else {
+      ++result.added;
+    }
   }
   return result;
 }

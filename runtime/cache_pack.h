@@ -123,8 +123,9 @@ struct PackImport {
   int64_t added = 0;
   int64_t already_present = 0;
 };
-// Copies the pack's entries into `cache`, keeping entries the cache already holds. Every
-// entry is checked first: a damaged pack imports nothing (tilejit::Error naming the entries).
+// Copies the pack's entries into `cache`'s directory, keeping entries the cache already holds.
+// Every entry is checked first: a damaged pack imports nothing (tilejit::Error naming the
+// entries). A cache with no directory, or an entry that cannot be written, is an error.
 PackImport import_cache_pack(const CachePack& pack, KernelCache& cache);
 
 }  // namespace tilejit

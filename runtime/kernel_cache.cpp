@@ -257,7 +257,8 @@ class DiskStore {
   // Writes a temporary file next to the entry and renames it into place, so readers see the
   // old entry or the new one, never a part of one. A failure is a warning: the value stays
   // in memory for this process.
-  void write(const std::string& key, std::string_view label, std::string_view value) const {
+  // False, after a warning, when the entry could not be written.
+  bool write(const std::string& key, std::string_view label, std::string_view value) const {
     fs::path path = entry_path(key);
     std::error_code ignored;  // a missing shard directory shows up as the open's error
     fs::create_directories(path.parent_path(), ignored);
@@ -265,7 +266,7 @@ class DiskStore {
     UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     if (!fd) {
       log::warn("kernel cache: cannot create {}: {}", temp.string(), errno_text());
-      return;
+      return false;
     }
     // No fsync: after a crash a renamed entry may be empty or partial on disk, and then its
     // checksum fails and it is recompiled, which is cheaper than syncing every write.
@@ -275,6 +276,7 @@ class DiskStore {
       log::warn("kernel cache: cannot write {}: {}", path.string(), errno_text());
       ::unlink(temp.c_str());
     }
+    return written;
   }
 
   void record_lookup(bool hit) const { stats_file_.add(hit ? 1 : 0, hit ? 0 : 1); }
@@ -314,8 +316,12 @@ class DiskStore {
   }
 
   // Removes entries and temporary files (also those a crashed writer left) and the counts.
+  // Only files named as entries are touched: the directory may be one a user shares with
+  // other files.
   void clear() const {
-    for_each_file([](const fs::path& path) { ::unlink(path.c_str()); });
+    for_each_file([](const fs::path& path) {
+      if (!key_of(path).empty() || is_entry_being_written(path)) ::unlink(path.c_str());
+    });
     stats_file_.reset();
   }
 
@@ -344,15 +350,26 @@ class DiskStore {
     return is_valid_cache_key(key) ? key : std::string();
   }
 
-  // Calls `visit` for every regular file in the shard directories. Non-throwing: other
-  // processes may add and remove files while this runs.
+  // A temporary file of write(): "<key>.tjk.tmp.<pid>.<random>".
+  static bool is_entry_being_written(const fs::path& path) {
+    std::string name = path.filename().string();
+    size_t suffix = name.find(std::string(kEntrySuffix) + ".tmp.");
+    return suffix != std::string::npos && is_valid_cache_key(name.substr(0, suffix));
+  }
+
+  // Calls `visit` for every regular file in the shard directories (named as a key's first two
+  // characters); symbolic links are not followed. Non-throwing: other processes may add and
+  // remove files while this runs.
   template <typename Visit>
   void for_each_file(Visit visit) const {
     std::error_code outer, inner, ignored;
     for (fs::directory_iterator shard(root_, outer), end; !outer && shard != end; shard.increment(outer)) {
-      if (!shard->is_directory(ignored)) continue;
+      std::string name = shard->path().filename().string();
+      if (name.size() != 2 || !is_valid_cache_key(name) || shard->is_symlink(ignored) ||
+          !shard->is_directory(ignored))
+        continue;
       for (fs::directory_iterator file(shard->path(), inner); !inner && file != end; file.increment(inner))
-        if (file->is_regular_file(ignored)) visit(file->path());
+        if (!file->is_symlink(ignored) && file->is_regular_file(ignored)) visit(file->path());
     }
   }
 
@@ -501,9 +518,9 @@ std::optional<std::shared_ptr<const std::string>> KernelCache::get(const std::st
   return impl_->remember(key, std::move(*stored));
 }
 
-void KernelCache::update(const std::string& key, std::string_view label, const Change& change) {
+bool KernelCache::update(const std::string& key, std::string_view label, const Change& change) {
   check_key(key);
-  if (!enabled()) return;
+  if (!enabled()) return false;
   std::lock_guard update_lock(impl_->update_mutex);
   UniqueFd directory_lock = impl_->disk ? impl_->disk->lock_for_update() : UniqueFd(-1);
   std::optional<StoredEntry> current;
@@ -514,13 +531,13 @@ void KernelCache::update(const std::string& key, std::string_view label, const C
   }
   if (!current) current = impl_->find_in_packs(key);
   std::optional<std::string> next = change(current ? std::optional<std::string_view>(current->value) : std::nullopt);
-  if (next) {
-    put(key, label, std::move(*next));
-  } else if (current) {  // what this process remembers becomes what is stored
+  if (next) return put(key, label, std::move(*next));
+  if (current) {  // what this process remembers becomes what is stored
     std::lock_guard lock(impl_->mutex);
     impl_->memory[key] = MemoryEntry{std::move(current->label),
                                      std::make_shared<const std::string>(std::move(current->value)), now_unix()};
   }
+  return false;
 }
 
 void KernelCache::attach_pack(std::shared_ptr<const CachePack> pack) {
@@ -566,13 +583,14 @@ void KernelCache::for_each_entry(const std::function<void(const CacheEntryInfo&,
     if (auto value = impl_->find_in_memory(info.key)) visit(info, *value);
 }
 
-void KernelCache::put(const std::string& key, std::string_view label, std::string value) {
+bool KernelCache::put(const std::string& key, std::string_view label, std::string value) {
   check_key(key);
-  if (!enabled()) return;
+  if (!enabled()) return false;
   auto shared = std::make_shared<const std::string>(std::move(value));
-  if (impl_->disk) impl_->disk->write(key, label, *shared);
+  bool stored = !impl_->disk || impl_->disk->write(key, label, *shared);
   std::lock_guard lock(impl_->mutex);
   impl_->memory[key] = MemoryEntry{std::string(label), std::move(shared), now_unix()};
+  return stored;
 }
 
 bool KernelCache::enabled() const { return impl_->options.enabled; }

@@ -68,13 +68,16 @@ class KernelCache {
 
   // The value stored under `key`: from memory, else from disk (then kept in memory).
   std::optional<std::shared_ptr<const std::string>> get(const std::string& key);
-  void put(const std::string& key, std::string_view label, std::string value);
+  // Stores `value` under `key`. False when it is not stored: the cache is disabled, or the
+  // directory's entry could not be written (a warning says why; memory keeps the value).
+  bool put(const std::string& key, std::string_view label, std::string value);
   // Replaces the value under `key` with `change(current)`, or keeps it when that returns
   // nullopt. `current` is read from the directory (else a pack), not from memory, and no
   // other thread or process using the directory updates the key in between (a lock file
-  // under flock(2)), so concurrent updates never lose one another.
+  // under flock(2)), so concurrent updates never lose one another. True when a changed
+  // value was stored (as put's result).
   using Change = std::function<std::optional<std::string>(std::optional<std::string_view> current)>;
-  void update(const std::string& key, std::string_view label, const Change& change);
+  bool update(const std::string& key, std::string_view label, const Change& change);
 
   // Layers `pack` under this cache (read-only; after the packs attached before).
   void attach_pack(std::shared_ptr<const CachePack> pack);

@@ -393,6 +393,24 @@ TEST_F(CachePackTest, ImportKeepsLocalEntriesAndRefusesADamagedPack) {
   EXPECT_TRUE(empty.list().empty());
 }
 
+// An import whose entries cannot be stored fails and says which, rather than counting them.
+TEST_F(CachePackTest, AnImportThatCannotWriteFailsAndSaysWhere) {
+  std::string path = make_pack(for_sm90());
+  KernelCache memory_only(CacheOptions{"", true});
+  EXPECT_THAT(error_of([&] { import_cache_pack(*CachePack::open(path, needs_sm90()), memory_only); }),
+              HasSubstr("the kernel cache is in memory only"));
+  KernelCache disabled(CacheOptions{dir_ / "disabled", false});
+  EXPECT_THAT(error_of([&] { import_cache_pack(*CachePack::open(path, needs_sm90()), disabled); }),
+              HasSubstr("the kernel cache is disabled"));
+
+  // A regular file where the first entry's shard directory belongs.
+  KernelCache blocked = cache_at("blocked");
+  const auto& [first, value] = *entries_.begin();
+  write_file(fs::path(blocked.directory()) / first.substr(0, 2), "not a directory");
+  EXPECT_THAT(error_of([&] { import_cache_pack(*CachePack::open(path, needs_sm90()), blocked); }),
+              HasSubstr(fmt::format("entry {} (", first)));
+}
+
 TEST_F(CachePackTest, WritingReplacesAPackWhole) {
   std::string path = make_pack(for_sm90());
   KernelCache other = cache_at("other");

@@ -453,6 +453,27 @@ TEST_F(KernelCacheTest, ListStatsAndClear) {
   EXPECT_FALSE(cache.get(keys[0]));  // the memory layer was cleared too
 }
 
+// A cache directory may be one that holds other files too (TILEJIT_CACHE_DIR=$HOME): clear
+// removes what the cache wrote and nothing else, and follows no link out of the directory.
+TEST_F(KernelCacheTest, ClearRemovesOnlyWhatTheCacheWrote) {
+  KernelCache cache(options());
+  std::string key = cache_key({"entry"});
+  cache.put(key, "kernel", "payload");
+  fs::path outside = root_ / "outside";  // stands for a directory elsewhere
+  fs::create_directories(outside);
+  std::string lookalike = cache_key({"lookalike"});
+  std::vector<fs::path> kept = {root_ / "notes.txt", entry_file(key).parent_path() / "notes.txt",
+                                root_ / "docs" / (lookalike + ".tjk"), outside / (lookalike + ".tjk")};
+  fs::create_directories(root_ / "docs");
+  for (const fs::path& file : kept) write_file(file, "a user's file");
+  fs::create_directory_symlink(outside, root_ / lookalike.substr(0, 2));                   // a shard that is a link
+  fs::create_symlink(outside / (lookalike + ".tjk"), entry_file(key).parent_path() / (cache_key({"link"}) + ".tjk"));
+
+  cache.clear();
+  EXPECT_FALSE(fs::exists(entry_file(key)));
+  for (const fs::path& file : kept) EXPECT_EQ(read_file(file), "a user's file") << file;
+}
+
 TEST_F(KernelCacheTest, ListSkipsEntriesThatDoNotLookValid) {
   std::string good = cache_key({"good"}), bad = cache_key({"bad"});
   KernelCache cache(options());

@@ -8,17 +8,12 @@
 #include "dsl/log.h"
 
 namespace tilejit::autotune {
-namespace {
 
-// Whether `config` can serve a call of `shape`: exactly the space's constants, every
-// constraint met.
 bool fits(const TunableKernel& op, const Config& config, const ProblemShape& shape) {
   std::vector<std::string> names;
   for (auto& [name, value] : config.values) names.push_back(name);
   return names == op.space.constants() && !op.space.violated(config, shape);
 }
-
-}  // namespace
 
 const char* config_source_name(ConfigSource source) {
   switch (source) {

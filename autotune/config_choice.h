@@ -22,6 +22,10 @@ struct ConfigChoice {
   ConfigSource source = ConfigSource::heuristic;
 };
 
+// Whether `config` can serve a call of `shape`: exactly the space's constants, every
+// constraint met.
+bool fits(const TunableKernel& op, const Config& config, const ProblemShape& shape);
+
 // TILEJIT_AUTOTUNE: any value but "" or "0" tunes untuned shapes on first use.
 bool autotune_on_first_use();
 

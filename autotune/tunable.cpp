@@ -15,7 +15,9 @@ ProblemShape TunableKernel::checked_shape(const ProblemShape& shape) const {
   for (const std::string& dim : dims) {
     if (!shape.has(dim)) fail("{}: shape '{}' lacks dimension {} (the op's dimensions: {})", name, shape.str(), dim,
                               fmt::join(dims, " "));
-    if (shape[dim] < 1) fail("{}: shape '{}': {} must be positive", name, shape.str(), dim);
+    // Below 2^48: a bucket rounds a dim up (to a power of two, a multiple) without overflow.
+    if (shape[dim] < 1 || shape[dim] >= (int64_t{1} << 48))
+      fail("{}: shape '{}': {} must be in [1, 2^48)", name, shape.str(), dim);
     out.values.emplace_back(dim, shape[dim]);
   }
   if (shape.values.size() != dims.size())

@@ -129,8 +129,12 @@ BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& ca
   if (stored.tuned_unix == 0) stored.tuned_unix = now_unix();
   stored.arch = key.device.arch;
   cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
+    // Times of two shapes of a bucket do not compare (a smaller shape runs faster whatever
+    // its config): a result for another shape replaces the stored one. A shape of a bucket is
+    // tuned only where the stored config does not serve it (choose_config, `tilejit tune`).
     if (current)
-      if (auto existing = decode_best(*current); existing && existing->ms <= stored.ms) {
+      if (auto existing = decode_best(*current);
+          existing && existing->tuned_shape == stored.tuned_shape && existing->ms <= stored.ms) {
         // The same config built again names the kernel entries a record from before they were
         // kept lacks.
         const bool adds_entries = existing->config == stored.config && existing->kernel_entries.empty() &&

@@ -89,8 +89,8 @@ class TuningDatabase {
   static TuningDatabase& global();
 
   std::optional<BestConfig> best(const TuningKey& key) const;
-  // Stores `candidate` as the best for `key` unless a faster result is stored already;
-  // returns what is stored afterwards.
+  // Stores `candidate` as the best for `key` unless a faster result for the same shape is
+  // stored already; returns what is stored afterwards.
   BestConfig offer_best(const TuningKey& key, const BestConfig& candidate);
 
   std::optional<TrialRecord> trial(const TuningKey& key, const ProblemShape& shape, const Config& config) const;

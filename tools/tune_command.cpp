@@ -12,6 +12,7 @@
 
 #include <fmt/ranges.h>
 
+#include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
 #include "autotune/tuner.h"
 #include "ops/tunable_ops.h"
@@ -90,8 +91,9 @@ int run_tune(const Options& o) {
   bool all_ran = true;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const ProblemShape& shape = shapes[i];
-    // Asked shape by shape: an earlier shape of this run may have tuned the bucket.
-    if (auto best = db.best(TuningKey::of(op, shape, device.info()))) {
+    // Asked shape by shape: an earlier shape of this run may have tuned the bucket. Its
+    // config may not serve this shape (a constraint tells them apart); then this one is tuned.
+    if (auto best = db.best(TuningKey::of(op, shape, device.info())); best && fits(op, best->config, shape)) {
       fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
       continue;
     }

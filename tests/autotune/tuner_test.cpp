@@ -322,6 +322,25 @@ TEST_F(TunerTest, TheStoredBestIsReplacedOnlyByAFasterOne) {
   EXPECT_DOUBLE_EQ(stored->ms, 1.5);
 }
 
+// Times of two shapes of one bucket do not compare: a result for another shape replaces the
+// stored one however slow, and is then replaced only by a faster one for its own shape.
+TEST_F(TunerTest, AResultForAnotherShapeOfTheBucketReplacesTheStoredOne) {
+  ProblemShape bigger{{{"n", 1024}}};
+  TuningKey key = TuningKey::of(op_, shape_, SyntheticRunner().device());
+  ASSERT_EQ(key.str(), TuningKey::of(op_, bigger, SyntheticRunner().device()).str());
+  db_.offer_best(key, {synthetic_config(32, 4), 1.0, shape_, 0, {}});
+  BestConfig replaced = db_.offer_best(key, {synthetic_config(16, 4), 5.0, bigger, 0, {}});
+  EXPECT_EQ(replaced.config, synthetic_config(16, 4));
+  EXPECT_EQ(replaced.tuned_shape, bigger);
+  BestConfig kept = db_.offer_best(key, {synthetic_config(64, 4), 6.0, bigger, 0, {}});
+  EXPECT_EQ(kept.config, synthetic_config(16, 4));
+  KernelCache other = cache_in_another_process();
+  auto stored = TuningDatabase(other).best(key);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->config, synthetic_config(16, 4));
+  EXPECT_DOUBLE_EQ(stored->ms, 5.0);
+}
+
 TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
   SyntheticRunner runner;
   TuneResult r = tune(op_, shape_, runner, db_, all_configs());
@@ -397,6 +416,9 @@ TEST_F(TunerTest, ClearErrors) {
               HasSubstr("synthetic: shape 'm=4' lacks dimension n"));
   EXPECT_THAT(testing_util::error_of([&] { tune(op_, ProblemShape{{{"n", 4}, {"k", 2}}}, runner, db_); }),
               HasSubstr("has dimensions the op does not"));
+  for (int64_t n : {int64_t{0}, int64_t{1} << 48, int64_t{5000000000000000000}})  // the last once never ended
+    EXPECT_THAT(testing_util::error_of([&] { tune(op_, ProblemShape{{{"n", n}}}, runner, db_); }),
+                HasSubstr("n must be in [1, 2^48)"));
 }
 
 }  // namespace

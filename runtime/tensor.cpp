@@ -104,9 +104,14 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   t.device_ = &device_from_dl(dl.device);
   t.shape_.assign(dl.shape, dl.shape + dl.ndim);
   t.strides_ = dl.strides ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim) : contiguous_strides(t.shape_);
+  for (int64_t d : t.shape_)
+    if (d < 0) fail("from_dlpack: a dim is negative ({})", t.describe());
   for (int64_t s : t.strides_)
     if (s < 0) fail("from_dlpack: negative strides are not supported ({})", t.describe());
   t.data_ = static_cast<char*>(dl.data) + dl.byte_offset;
+  if (reinterpret_cast<uintptr_t>(t.data_) % static_cast<uintptr_t>(dtype_storage_bytes(t.dtype_)) != 0)
+    fail("from_dlpack: the data of {} is not aligned to its element size ({} bytes)", t.describe(),
+         dtype_storage_bytes(t.dtype_));
   int64_t extent = t.numel() == 0 ? 0 : 1;  // elements from the first to the last one, inclusive
   for (int i = 0; i < t.rank(); ++i) extent += t.numel() == 0 ? 0 : (t.shape_[i] - 1) * t.strides_[i];
   Device* device = t.device_;

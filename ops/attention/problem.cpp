@@ -115,8 +115,8 @@ AttentionProblem check_attention(const OpArguments& args, const Tensor& q, const
   p.v = sequence_strides(args, "v", v);
 
   double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(p.head_dim)));
-  if (!std::isfinite(scale)) args.fail("scale must be finite, but is {}", scale);
-  p.scale = static_cast<float>(scale);
+  p.scale = static_cast<float>(scale);  // the kernels scale in f32: a finite double may not be one
+  if (!std::isfinite(p.scale)) args.fail("scale must be a finite f32, but is {}", scale);
 
   // The band of kept diagonals s - t: causal masks bound it above, the window on both sides.
   // Every diagonal lies in [-(T - 1), S - 1], so the bounds are clamped to [0, T] (left) and

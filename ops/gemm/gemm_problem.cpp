@@ -175,7 +175,9 @@ GemmProblem check_gemm(const Tensor& a, const Tensor& b, const GemmOptions& opti
   }
   if (f.accumulator() == DType::i32 && f.out == DType::i32 && !f.integer_epilogue())
     args.fail("an i32 output takes no scales, alpha, beta, bias, activation or residual (write f32 instead)");
-  if (options.split_k < 0) args.fail("split_k must be >= 0, not {}", options.split_k);
+  // Slices are a grid dim, which holds at most 65535.
+  if (options.split_k < 0 || options.split_k > 65535)
+    args.fail("split_k must be in [0, 65535], not {}", options.split_k);
 
   check_indexable(args, "a", a);
   check_indexable(args, "b", b);
@@ -192,6 +194,19 @@ void set_output(GemmProblem& p, const Tensor& out) {
     args.fail("out is {}, but the output dtype is {}", out.describe(), dtype_name(p.features.out));
   args.shape("out", out, p.out_shape);
   check_indexable(args, "out", out);
+  args.no_self_overlap("out", out);
+  const GemmOptions& o = *p.options;
+  args.disjoint("out", out, "a", *p.a);
+  args.disjoint("out", out, "b", *p.b);
+  for (auto [name, input] : {std::pair{"bias", &o.bias}, std::pair{"row_scale", &o.row_scale},
+                             std::pair{"col_scale", &o.col_scale}, std::pair{"a_scale_inv", &o.a_scale_inv},
+                             std::pair{"b_scale_inv", &o.b_scale_inv}})
+    if (*input) args.disjoint("out", out, name, **input);
+  // c and the residual are read element by element where that element is written: they may
+  // be out itself, not another view of its memory.
+  for (auto [name, input] : {std::pair{"c", &p.c}, std::pair{"residual", &p.residual}})
+    if (*input && !((*input)->data() == out.data() && (*input)->strides() == out.strides()))
+      args.disjoint("out", out, name, **input);
   p.out = out;
   p.out_strides = strides_of(out, false);
 }

@@ -38,11 +38,15 @@ Tensor leading_slice(const Tensor& t, const std::vector<int64_t>& index, size_t 
 Tensor matmul(const Tensor& a, const Tensor& b, const GemmOptions& options, Stream* stream) {
   OpArguments args("matmul");
   if (a.rank() < 1 || b.rank() < 1) args.fail("operands must have rank >= 1, not {} and {}", a.describe(), b.describe());
-  // numpy: a 1-D a is a row (1, K) and a 1-D b a column (K, 1); that dim is dropped after.
+  // numpy: a 1-D a is a row (1, K) and a 1-D b a column (K, 1); that dim is dropped after. A
+  // vector is its own transpose: a transposed one is viewed the other way round, so that the
+  // transpose gives the row (the column) back.
   if (a.rank() == 1 || b.rank() == 1) {
     if (a.rank() == 1) args.contiguous("a (1-D)", a);
     if (b.rank() == 1) args.contiguous("b (1-D)", b);
-    Tensor a2 = a.rank() == 1 ? a.view({1, a.dim(0)}) : a, b2 = b.rank() == 1 ? b.view({b.dim(0), 1}) : b;
+    auto as_matrix = [](const Tensor& v, bool one_row) { return one_row ? v.view({1, v.dim(0)}) : v.view({v.dim(0), 1}); };
+    Tensor a2 = a.rank() == 1 ? as_matrix(a, !options.transpose_a) : a;
+    Tensor b2 = b.rank() == 1 ? as_matrix(b, options.transpose_b) : b;
     Tensor out = matmul(a2, b2, options, stream);
     std::vector<int64_t> shape = out.shape();
     if (b.rank() == 1) shape.erase(shape.end() - 1);

@@ -111,7 +111,9 @@ TEST(AttentionErrors, HeadDimMustBeContiguous) {
 TEST(AttentionErrors, ScaleAndWindow) {
   Args a;
   a.options.scale = std::numeric_limits<double>::infinity();
-  EXPECT_ATTENTION_ERROR(a, HasSubstr("scale must be finite, but is inf"));
+  EXPECT_ATTENTION_ERROR(a, HasSubstr("scale must be a finite f32, but is inf"));
+  a.options.scale = 1e39;  // finite as a double, not as the f32 the kernels scale by
+  EXPECT_ATTENTION_ERROR(a, HasSubstr("scale must be a finite f32, but is 1e+39"));
   for (auto window : {std::pair<int64_t, int64_t>{-1, 3}, std::pair<int64_t, int64_t>{2, -5}}) {
     Args b;
     b.options.local_window = window;

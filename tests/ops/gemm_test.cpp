@@ -1,6 +1,7 @@
 // gemm against a long-double reference of ops/gemm.h's definition, on the emulator: every
 // operand pairing, transposes, batches (broadcast too), strided views, every epilogue step,
 // split-K, both targets' lowerings, and every error.
+#include <dlpack/dlpack.h>
 #include <gtest/gtest.h>
 
 #include "tests/error_message.h"
@@ -333,6 +334,26 @@ TEST(Gemm, Errors) {
   GemmOptions split;
   split.split_k = -1;
   expect_gemm_error(a, b, split, {"split_k", "-1"});
+  split.split_k = 65536;  // a grid dim
+  expect_gemm_error(a, b, split, {"split_k must be in [0, 65535], not 65536"});
+
+  // An output over memory the product reads, or over itself.
+  Tensor square = t(DType::bf16, {16, 16});
+  expect_gemm_error(square, square, o, {"out (bf16[16, 16] on emu) overlaps the memory of a"}, &square);
+  Tensor x = t(DType::bf16, {8, 32});
+  Tensor left = x.slice(1, 0, 16), right = x.slice(1, 16, 16);  // interleaved rows: judged overlapping
+  expect_gemm_error(left, t(DType::bf16, {16, 16}), o, {"overlaps the memory of a"}, &right);
+  GemmOptions transposed_c;
+  transposed_c.beta = 1, transposed_c.c = square.permute({1, 0});
+  Tensor ab = t(DType::bf16, {16, 16});
+  expect_gemm_error(ab, ab, transposed_c, {"overlaps the memory of c"}, &square);
+  GemmOptions same_c;  // c as out itself: each element read where it is written
+  same_c.beta = 1, same_c.c = square;
+  EXPECT_NO_THROW(tilejit::ops::gemm(ab, ab, square, same_c));
+  DLManagedTensor* broadcast = t(DType::bf16, {8, 4}).to_dlpack();
+  broadcast->dl_tensor.strides[0] = 0;  // every row at one address
+  Tensor one_row = Tensor::from_dlpack(broadcast);
+  expect_gemm_error(a, b, o, {"out (bf16[8, 4] on emu, strides [0, 1]) has elements that share memory"}, &one_row);
   GemmOptions residual;
   residual.residual = t(DType::f32, {2, 8, 4});
   expect_gemm_error(a, b, residual, {"residual", "[8, 4]", "f32[2, 8, 4]"});

@@ -129,6 +129,22 @@ TEST(Int8, MatmulBroadcastsLikeNumpy) {
   for (LD& x : want_mv) x = round_to(DType::bf16, x);
   expect_values("vector @ matrix", download(vm), want_vm, {8e-3, 1e-4});
   expect_values("matrix @ vector", download(mv), want_mv, {8e-3, 1e-4});
+
+  // A vector is its own transpose; the matrix stored transposed gives the same products.
+  auto transposed = [](const Host& h, int64_t rows, int64_t cols) {  // (rows, cols) -> (cols, rows)
+    Host t(h.dtype, h.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) t.set_raw(size_t(j * rows + i), h.raw(size_t(i * cols + j)));
+    return t;
+  };
+  tilejit::ops::GemmOptions both;
+  both.transpose_a = both.transpose_b = true;
+  Tensor vm_t = tilejit::ops::matmul(upload(v, {k}), upload(transposed(mat, k, n), {n, k}), both);
+  ASSERT_EQ(vm_t.shape(), (std::vector<int64_t>{n}));
+  expect_values("vector^T @ matrix^T", download(vm_t), want_vm, {8e-3, 1e-4});
+  Tensor mv_t = tilejit::ops::matmul(upload(transposed(mat, n, k), {k, n}), upload(v, {k}), both);
+  ASSERT_EQ(mv_t.shape(), (std::vector<int64_t>{n}));
+  expect_values("matrix^T @ vector^T", download(mv_t), want_mv, {8e-3, 1e-4});
 }
 
 TEST(Int8, Errors) {

@@ -135,6 +135,17 @@ TEST(Tensor, ImportRejectsWhatItCannotRepresent) {
   EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1}, {1}, &deleted, {kDLFloat, 32, 1}, kDLVulkan)); }),
               HasSubstr("DLPack device type 7 is not supported"));
   EXPECT_TRUE(deleted);
+  deleted = false;
+  DLManagedTensor* negative = make_foreign({1}, {1}, &deleted);
+  negative->dl_tensor.shape[0] = -1;
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(negative); }), HasSubstr("a dim is negative (f32[-1] on emu)"));
+  EXPECT_TRUE(deleted);
+  deleted = false;
+  DLManagedTensor* misaligned = make_foreign({1, 2}, {1}, &deleted);
+  misaligned->dl_tensor.byte_offset = 2;
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(misaligned); }),
+              HasSubstr("the data of f32[1] on emu is not aligned to its element size (4 bytes)"));
+  EXPECT_TRUE(deleted);
   Tensor fp8 = Tensor::empty(Device::emu(), DType::f8e4m3, {4});
   EXPECT_THAT(error_of([&] { fp8.to_dlpack(); }), HasSubstr("f8e4m3 has no DLPack 0.6 type code"));
 }

@@ -3,7 +3,9 @@
 //
 // A Communicator is one rank's handle. On CUDA devices the collectives go through NCCL; on
 // the emulator, ranks are threads of this process that meet in memory, with the same API and
-// the same results, so every option is tested without a GPU:
+// semantics, so every option is tested without a GPU. The results agree to the dtype's
+// rounding: the emulator sums f16 and bf16 in f32 and rounds once, where NCCL may round at
+// each step of its ring:
 //
 //   std::vector<Communicator> ranks = Communicator::emulated(4);   // or local({&gpu0, &gpu1})
 //   ReduceScatterOptions options;
@@ -43,6 +45,8 @@
 
 namespace tilejit::ops {
 
+// average is the sum divided by the group's size; for i32, NCCL's ncclAvg: the sum (wrapping
+// as i32 sums do) divided by the size, rounded toward zero.
 enum class ReduceOp { sum, max, min, average };
 const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min", "average"
 
@@ -79,7 +83,8 @@ class Communicator {
   static Communicator join(const UniqueId& id, int rank, int world_size, Device& device,
                            const CommunicatorOptions& options = {});
   // Rank 0 makes the id and writes it to `path` (atomically, replacing any file there); the
-  // others wait for the file. The file must not exist from an earlier run when the job starts.
+  // others wait for the file. Rank 0 removes it once every rank has joined; a file left by a
+  // run that failed before must not be there when the job starts.
   static Communicator join_by_file(const std::string& path, int rank, int world_size, Device& device,
                                    const CommunicatorOptions& options = {});
   // Rank 0 listens on `port` (every interface) and hands the id to each rank that connects to
@@ -109,10 +114,12 @@ class Communicator {
   // key, then by rank (ncclCommSplit). A negative color joins none and gets nothing.
   std::optional<Communicator> split(int color, int key) const;
 
-  // Throws the error an operation ran into asynchronously (an aborted rank, an NCCL failure).
+  // Throws the error an operation ran into asynchronously (an aborted rank, an NCCL failure),
+  // also in the communicators made for `groups` arguments.
   void check_async_error() const;
-  // Waits until this rank's collectives on `stream` have finished; throws (and aborts) after
-  // the timeout instead of hanging.
+  // Waits until this rank's collectives on `stream` have finished; throws after the timeout
+  // instead of hanging, or on an asynchronous error, and then aborts this communicator and
+  // those made for groups.
   void synchronize(Stream& stream) const;
   // Stops this rank's communication at once; its calls, and the other ranks' waiting for it,
   // then throw instead of hanging. Safe from any thread.

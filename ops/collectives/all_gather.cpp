@@ -28,14 +28,16 @@ ChunkPlan plan_for(const Tensor& x, const Communicator& comm, const AllGatherOpt
     plan.out_shape.insert(plan.out_shape.begin() + static_cast<std::ptrdiff_t>(a), k);
   plan.outer = product(shape, 0, a);
   plan.chunk = product(shape, a, shape.size());
-  plan.group = group_of(state_of(comm), options.groups, kOp);
+  plan.group = group_place(state_of(comm), options.groups, kOp);
   return plan;
 }
 
-void run(const Tensor& x, const Tensor& out, const ChunkPlan& plan, const Communicator& comm, Stream* stream) {
+// After every argument is checked: the first call with new groups is a collective (group_of).
+void run(const Tensor& x, const Tensor& out, const ChunkPlan& plan, const Communicator& comm,
+         const AllGatherOptions& options, Stream* stream) {
   Communicator::State& state = state_of(comm);
   Stream& s = stream_for(state, stream, kOp);
-  RankBackend& group = plan.group.group->live(kOp);
+  RankBackend& group = group_of(state, options.groups, kOp).group->live(kOp);
   const auto count = static_cast<size_t>(plan.part());
   if (!plan.needs_packing()) {
     group.all_gather(x.data(), out.data(), count, x.dtype(), s);
@@ -51,7 +53,7 @@ void run(const Tensor& x, const Tensor& out, const ChunkPlan& plan, const Commun
 Tensor all_gather(const Tensor& x, const Communicator& comm, const AllGatherOptions& options, Stream* stream) {
   ChunkPlan plan = plan_for(x, comm, options);
   Tensor out = Tensor::empty(comm.device(), x.dtype(), plan.out_shape);
-  run(x, out, plan, comm, stream);
+  run(x, out, plan, comm, options, stream);
   return out;
 }
 
@@ -60,7 +62,7 @@ void all_gather(const Tensor& x, const Tensor& out, const Communicator& comm, co
   ChunkPlan plan = plan_for(x, comm, options);
   check_output(out, x, plan.out_shape, comm, kOp);
   check_in_place_slot(x, "x", out, "out", plan.group.position * plan.part(), kOp);
-  run(x, out, plan, comm, stream);
+  run(x, out, plan, comm, options, stream);
 }
 
 void all_gather_in_place(const Tensor& out, const Communicator& comm, const AllGatherOptions& options, Stream* stream) {
@@ -70,7 +72,7 @@ void all_gather_in_place(const Tensor& out, const Communicator& comm, const AllG
   const std::vector<int64_t> x_shape = part_shape(out, "out", options.axis, a, options.tiled, k, kOp, "axis");
   const int position = comm.position_in(options.groups);
   Tensor x = out.view(x_shape, position * product(x_shape, 0, x_shape.size()));
-  run(x, out, plan_for(x, comm, options), comm, stream);
+  run(x, out, plan_for(x, comm, options), comm, options, stream);
 }
 
 }  // namespace tilejit::ops

@@ -9,32 +9,34 @@ namespace {
 
 constexpr const char* kOp = "all_reduce";
 
-GroupView checked_group(const Tensor& x, const Communicator& comm, const AllReduceOptions& options) {
+void check_arguments(const Tensor& x, const Communicator& comm, const AllReduceOptions& options) {
   check_input(x, comm, kOp, "x");
-  return group_of(state_of(comm), options.groups, kOp);
+  group_place(state_of(comm), options.groups, kOp);
 }
 
-void run(const Tensor& x, const Tensor& out, const GroupView& group, const Communicator& comm,
-         const AllReduceOptions& options, Stream* stream) {
+// After every argument is checked: the first call with new groups is a collective (group_of).
+void run(const Tensor& x, const Tensor& out, const Communicator& comm, const AllReduceOptions& options,
+         Stream* stream) {
   Stream& s = stream_for(state_of(comm), stream, kOp);
+  GroupView group = group_of(state_of(comm), options.groups, kOp);
   group.group->live(kOp).all_reduce(x.data(), out.data(), static_cast<size_t>(x.numel()), x.dtype(), options.op, s);
 }
 
 }  // namespace
 
 Tensor all_reduce(const Tensor& x, const Communicator& comm, const AllReduceOptions& options, Stream* stream) {
-  GroupView group = checked_group(x, comm, options);
+  check_arguments(x, comm, options);
   Tensor out = Tensor::empty(comm.device(), x.dtype(), x.shape());
-  run(x, out, group, comm, options, stream);
+  run(x, out, comm, options, stream);
   return out;
 }
 
 void all_reduce(const Tensor& x, const Tensor& out, const Communicator& comm, const AllReduceOptions& options,
                 Stream* stream) {
-  GroupView group = checked_group(x, comm, options);
+  check_arguments(x, comm, options);
   check_output(out, x, x.shape(), comm, kOp);
   check_in_place_slot(out, "out", x, "x", 0, kOp);
-  run(x, out, group, comm, options, stream);
+  run(x, out, comm, options, stream);
 }
 
 }  // namespace tilejit::ops

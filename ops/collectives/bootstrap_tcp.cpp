@@ -24,9 +24,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A hello: magic, rank, world size. An answer: magic, status, rank 0's world size, the id.
+// The magic both ways keeps a process that is not a tilejit rank from passing for one.
 constexpr char kMagic[4] = {'T', 'J', 'I', 'D'};
 constexpr size_t kHelloBytes = 12;
-constexpr size_t kAnswerBytes = 8 + std::tuple_size_v<decltype(UniqueId::bytes)>;
+constexpr size_t kAnswerBytes = 12 + std::tuple_size_v<decltype(UniqueId::bytes)>;
+// How long rank 0 waits for a connection's hello: a connection that sends nothing (a port
+// scanner, a health check) must not hold up the ranks queued behind it.
+constexpr auto kHelloWait = std::chrono::seconds(2);
 enum Status : uint32_t { accepted = 0, wrong_world_size = 1, wrong_rank = 2 };
 
 class Socket {
@@ -124,7 +129,8 @@ UniqueId serve_id(int port, int world_size, const UniqueId& id, Clock::time_poin
     Socket peer(accept(listener.fd(), nullptr, nullptr));
     if (peer.fd() < 0) continue;
     uint8_t hello[kHelloBytes];
-    if (!receive_all(peer.fd(), hello, kHelloBytes, deadline) || std::memcmp(hello, kMagic, 4) != 0) {
+    const Clock::time_point hello_deadline = std::min(deadline, Clock::now() + kHelloWait);
+    if (!receive_all(peer.fd(), hello, kHelloBytes, hello_deadline) || std::memcmp(hello, kMagic, 4) != 0) {
       log::warn("join_by_tcp: rank 0 ignored a connection on port {} that is not a tilejit rank", port);
       continue;
     }
@@ -134,9 +140,10 @@ UniqueId serve_id(int port, int world_size, const UniqueId& id, Clock::time_poin
     Status status = their_world_size != world_size                                         ? wrong_world_size
                     : rank <= 0 || rank >= world_size || joined[static_cast<size_t>(rank)] ? wrong_rank
                                                                                            : accepted;
-    put_u32(answer, status);
-    put_u32(answer + 4, static_cast<uint32_t>(world_size));
-    if (status == accepted) std::memcpy(answer + 8, id.bytes.data(), id.bytes.size());
+    std::memcpy(answer, kMagic, 4);
+    put_u32(answer + 4, status);
+    put_u32(answer + 8, static_cast<uint32_t>(world_size));
+    if (status == accepted) std::memcpy(answer + 12, id.bytes.data(), id.bytes.size());
     send_all(peer.fd(), answer, kAnswerBytes, "rank 0");
     if (status == wrong_world_size)
       fail("join_by_tcp: rank {} expects a world of {} ranks, but rank 0 has {}", rank, their_world_size, world_size);
@@ -186,15 +193,18 @@ UniqueId fetch_id(const std::string& address, int port, int rank, int world_size
   uint8_t answer[kAnswerBytes];
   if (!receive_all(s.fd(), answer, kAnswerBytes, deadline))
     fail("join_by_tcp: rank {} got no answer from rank 0 at {}:{} within {} ms", rank, address, port, timeout.count());
-  const uint32_t status = get_u32(answer);
-  const auto their_world_size = static_cast<int>(get_u32(answer + 4));
+  if (std::memcmp(answer, kMagic, 4) != 0)
+    fail("join_by_tcp: rank {} reached {}:{}, but what answers there is not rank 0 of a tilejit job", rank, address,
+         port);
+  const uint32_t status = get_u32(answer + 4);
+  const auto their_world_size = static_cast<int>(get_u32(answer + 8));
   if (status == wrong_world_size)
     fail("join_by_tcp: rank {} expects a world of {} ranks, but rank 0 has {}", rank, world_size, their_world_size);
   if (status != accepted)
     fail("join_by_tcp: rank 0 refused rank {} (a world of {} ranks; is another process rank {} too?)", rank, world_size,
          rank);
   UniqueId id;
-  std::memcpy(id.bytes.data(), answer + 8, id.bytes.size());
+  std::memcpy(id.bytes.data(), answer + 12, id.bytes.size());
   return id;
 }
 

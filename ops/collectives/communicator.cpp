@@ -72,11 +72,7 @@ bool Communicator::emulated_ranks() const { return state_->backend->emulated(); 
 std::string Communicator::describe() const { return state_->backend->describe(); }
 
 int Communicator::position_in(const RankGroups& groups) const {
-  check_groups(groups, size(), "position_in");
-  for (const auto& group : groups)
-    for (size_t p = 0; p < group.size(); ++p)
-      if (group[p] == rank()) return static_cast<int>(p);
-  return rank();  // no groups: one group in rank order
+  return group_place(*state_, groups, "position_in").position;
 }
 
 std::optional<Communicator> Communicator::split(int color, int key) const {
@@ -87,10 +83,20 @@ std::optional<Communicator> Communicator::split(int color, int key) const {
   return Communicator(std::move(state));
 }
 
-void Communicator::check_async_error() const { state_->live("check_async_error").check_async_error(); }
+void Communicator::check_async_error() const { state_->check_async_errors(); }
 
 void Communicator::synchronize(Stream& stream) const {
-  state_->live("synchronize").synchronize(stream_for(*state_, &stream, "synchronize"));
+  Stream& s = stream_for(*state_, &stream, "synchronize");
+  RankBackend& backend = state_->live("synchronize");
+  try {
+    backend.synchronize(s);
+    state_->check_async_errors();
+  } catch (const Error& e) {
+    // The stream may hold collectives of the communicators made for groups: they are aborted
+    // too, or their kernels would wait on forever.
+    state_->abort(e.what());
+    throw;
+  }
 }
 
 void Communicator::abort(const std::string& reason) const { state_->abort(reason); }

@@ -1,5 +1,6 @@
 #include "ops/collectives/communicator_state.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "dsl/error.h"
@@ -36,6 +37,7 @@ void Communicator::State::abort(const std::string& reason) {
   std::vector<std::shared_ptr<State>> made;
   {
     std::lock_guard lock(mutex);
+    if (abort_reason.empty()) abort_reason = reason;
     for (auto& [groups, group] : group_communicators) made.push_back(group);
     for (auto& child : children)
       if (auto alive = child.lock()) made.push_back(alive);
@@ -51,12 +53,37 @@ void Communicator::State::destroy() {
 }
 
 void Communicator::State::adopt(const std::shared_ptr<State>& child) {
-  std::lock_guard lock(mutex);
-  std::erase_if(children, [](const std::weak_ptr<State>& c) { return c.expired(); });
-  children.push_back(child);
+  std::string aborted;
+  {
+    std::lock_guard lock(mutex);
+    std::erase_if(children, [](const std::weak_ptr<State>& c) { return c.expired(); });
+    children.push_back(child);
+    aborted = abort_reason;
+  }
+  if (!aborted.empty()) child->abort(aborted);  // made while this one was being aborted
 }
 
-GroupView group_of(Communicator::State& state, const RankGroups& groups, const char* op) {
+void Communicator::State::add_group(const RankGroups& groups, const std::shared_ptr<State>& group) {
+  std::string aborted;
+  {
+    std::lock_guard lock(mutex);
+    group_communicators.emplace(groups, group);
+    aborted = abort_reason;
+  }
+  if (!aborted.empty()) group->abort(aborted);
+}
+
+void Communicator::State::check_async_errors() {
+  live("check_async_error").check_async_error();
+  std::vector<std::shared_ptr<State>> groups;
+  {
+    std::lock_guard lock(mutex);
+    for (auto& [members, group] : group_communicators) groups.push_back(group);
+  }
+  for (auto& group : groups) group->live("check_async_error").check_async_error();
+}
+
+GroupView group_place(Communicator::State& state, const RankGroups& groups, const char* op) {
   RankBackend& backend = state.live(op);
   const int world = backend.size();
   check_groups(groups, world, op);
@@ -64,14 +91,20 @@ GroupView group_of(Communicator::State& state, const RankGroups& groups, const c
   std::vector<int> in_rank_order(static_cast<size_t>(world));
   std::iota(in_rank_order.begin(), in_rank_order.end(), 0);
   if (groups.size() == 1 && groups[0] == in_rank_order) return GroupView{&state, world, backend.rank()};
-  int color = 0, position = 0;
+  for (const std::vector<int>& group : groups)
+    for (size_t p = 0; p < group.size(); ++p)
+      if (group[p] == backend.rank()) return GroupView{nullptr, static_cast<int>(group.size()), static_cast<int>(p)};
+  fail("{}: rank {} is in none of the groups", op, backend.rank());  // check_groups rules this out
+}
+
+GroupView group_of(Communicator::State& state, const RankGroups& groups, const char* op) {
+  GroupView view = group_place(state, groups, op);
+  if (view.group) return view;
+  RankBackend& backend = state.live(op);
+  int color = 0;
   for (size_t g = 0; g < groups.size(); ++g)
-    for (size_t p = 0; p < groups[g].size(); ++p)
-      if (groups[g][p] == backend.rank()) {
-        color = static_cast<int>(g);
-        position = static_cast<int>(p);
-      }
-  const int group_size = static_cast<int>(groups[0].size());
+    if (std::find(groups[g].begin(), groups[g].end(), backend.rank()) != groups[g].end()) color = static_cast<int>(g);
+  const int group_size = view.size, position = view.position;
   std::shared_ptr<Communicator::State> group;
   {
     std::lock_guard lock(state.mutex);
@@ -83,8 +116,7 @@ GroupView group_of(Communicator::State& state, const RankGroups& groups, const c
     std::unique_ptr<RankBackend> split = backend.split(color, position);
     TJ_CHECK(split && split->rank() == position && split->size() == group_size);
     group = std::make_shared<Communicator::State>(std::move(split), state.options);
-    std::lock_guard lock(state.mutex);
-    state.group_communicators.emplace(groups, group);
+    state.add_group(groups, group);
   }
   return GroupView{group.get(), group_size, position};
 }
@@ -93,7 +125,9 @@ void* scratch(Communicator::State& state, size_t bytes, Stream& stream) {
   auto it = state.scratch_by_stream.find(stream.handle());
   if (it != state.scratch_by_stream.end() && static_cast<size_t>(it->second.bytes()) >= bytes) return it->second.data();
   if (it != state.scratch_by_stream.end()) {
-    stream.synchronize();  // the old buffer may still be in use on the stream
+    // The old buffer may still be in use on the stream; waited for as synchronize() waits,
+    // within the communicator's timeout.
+    state.backend->synchronize(stream);
     state.scratch_by_stream.erase(it);
   }
   Tensor buffer = Tensor::empty(state.backend->device(), DType::i8, {static_cast<int64_t>(bytes)});

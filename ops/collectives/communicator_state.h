@@ -26,17 +26,24 @@ struct Communicator::State {
 
   // The backend, or throws when the communicator was destroyed, naming `op`.
   RankBackend& live(const char* op);
-  // Aborts this communicator and every one made from it; safe from any thread.
+  // Aborts this communicator and every one made from it, also those made later; safe from any
+  // thread.
   void abort(const std::string& reason);
   void destroy();
   // Keeps `child` (made from this one) so that abort() reaches it.
   void adopt(const std::shared_ptr<State>& child);
+  // Keeps the communicator made for `groups`, so that abort() and check_async_errors() reach it.
+  void add_group(const RankGroups& groups, const std::shared_ptr<State>& group);
+  // Throws the first asynchronous error of this communicator or of those made for groups,
+  // whose collectives the caller's calls ran on.
+  void check_async_errors();
 
   const std::unique_ptr<RankBackend> backend;
   const CommunicatorOptions options;
   bool destroyed = false;
 
-  std::mutex mutex;  // guards the maps below against abort() from another thread
+  std::mutex mutex;  // guards what follows against abort() from another thread
+  std::string abort_reason;  // empty until aborted
   std::map<RankGroups, std::shared_ptr<State>> group_communicators;
   std::vector<std::weak_ptr<State>> children;  // made by split()
   std::map<void*, Tensor> scratch_by_stream;
@@ -50,9 +57,14 @@ struct GroupView {
   int size = 0;
   int position = 0;
 };
-// Checks `groups` (naming `op` and the offending ranks) and returns the caller's group: the
-// communicator itself for no groups or one group of every rank in rank order, else one made by
-// splitting it the first time these groups are used. Every rank calls it with the same groups.
+// Checks `groups` (naming `op` and the offending ranks) and returns the caller's group's size
+// and its position in it, with no communication: what the checks of a call's arguments need.
+// The group is the communicator itself for no groups or one group of every rank in rank
+// order, else null (group_of makes it).
+GroupView group_place(Communicator::State& state, const RankGroups& groups, const char* op);
+// group_place's view with the group's communicator, made by splitting this one the first time
+// these groups are used: a collective call, so every rank calls it with the same groups, once
+// its own arguments are checked.
 GroupView group_of(Communicator::State& state, const RankGroups& groups, const char* op);
 
 // reduce_scatter's input or all_gather's result viewed as (outer, k, chunk), k the group size:

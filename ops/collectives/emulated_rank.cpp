@@ -52,7 +52,7 @@ class EmulatedRank final : public RankBackend {
         fmt::format("reduce_scatter({}, {} elements per rank, {})", dtype_name(dtype), recv_count, reduce_op_name(op));
     auto parts = world_->arrive(rank_, {call, send, recv});
     reduce_elements(dtype, op, sends_of(parts), static_cast<size_t>(rank_) * recv_count, recv_count, recv);
-    world_->barrier(rank_, call + " (done)");
+    world_->finish_exchange(rank_, call + " (done)");
   }
 
   void all_gather(const void* send, void* recv, size_t send_count, DType dtype, Stream&) override {
@@ -63,7 +63,7 @@ class EmulatedRank final : public RankBackend {
       char* chunk = byte_pointer(recv, r * send_count, dtype);
       if (chunk != parts[r].send) std::memcpy(chunk, parts[r].send, bytes);  // in place: already there
     }
-    world_->barrier(rank_, call + " (done)");
+    world_->finish_exchange(rank_, call + " (done)");
   }
 
   // Each rank reduces its share of the elements into its own output, then copies the other
@@ -75,7 +75,7 @@ class EmulatedRank final : public RankBackend {
     Share mine = share_of(rank_, ranks, count);
     reduce_elements(dtype, op, sends_of(parts), mine.begin, mine.end - mine.begin,
                     byte_pointer(recv, mine.begin, dtype));
-    world_->barrier(rank_, call + " (reduced)");
+    world_->finish_exchange(rank_, call + " (reduced)");
     for (int r = 0; r < ranks; ++r) {
       if (r == rank_) continue;
       Share theirs = share_of(r, ranks, count);
@@ -83,7 +83,7 @@ class EmulatedRank final : public RankBackend {
                   byte_pointer(parts[static_cast<size_t>(r)].recv, theirs.begin, dtype),
                   (theirs.end - theirs.begin) * static_cast<size_t>(dtype_storage_bytes(dtype)));
     }
-    world_->barrier(rank_, call + " (done)");
+    world_->finish_exchange(rank_, call + " (done)");
   }
 
   void check_async_error() override {

@@ -32,14 +32,16 @@ EmulatedWorld::EmulatedWorld(int size, std::chrono::milliseconds timeout)
     : size_(size), timeout_(timeout), pending_(static_cast<size_t>(size)), arrived_(static_cast<size_t>(size)) {}
 
 std::vector<EmulatedWorld::Part> EmulatedWorld::arrive(int rank, Part part) {
-  return run_round(rank, std::move(part), false).parts;
+  return run_round(rank, std::move(part), RoundKind::exchange).parts;
 }
 
-void EmulatedWorld::barrier(int rank, const std::string& call) { run_round(rank, Part{call}, false); }
+void EmulatedWorld::finish_exchange(int rank, const std::string& call) {
+  run_round(rank, Part{call}, RoundKind::finish);
+}
 
 EmulatedWorld::Membership EmulatedWorld::split(int rank, int color, int key) {
   Part part{"split", nullptr, nullptr, color, key};
-  return run_round(rank, std::move(part), true).memberships[static_cast<size_t>(rank)];
+  return run_round(rank, std::move(part), RoundKind::split).memberships[static_cast<size_t>(rank)];
 }
 
 void EmulatedWorld::abort(const std::string& reason) {
@@ -60,10 +62,11 @@ std::string EmulatedWorld::missing_ranks() const {
   return name_ranks(missing);
 }
 
-EmulatedWorld::Round EmulatedWorld::run_round(int rank, Part part, bool splitting) {
+EmulatedWorld::Round EmulatedWorld::run_round(int rank, Part part, RoundKind kind) {
   std::unique_lock lock(mutex_);
   const std::string call = part.call;
-  if (!abort_reason_.empty()) fail("{}: the communicator was aborted: {}", call, abort_reason_);
+  const bool finishing = kind == RoundKind::finish;
+  if (!finishing && !abort_reason_.empty()) fail("{}: the communicator was aborted: {}", call, abort_reason_);
   auto r = static_cast<size_t>(rank);
   if (arrived_[r])
     fail("{}: rank {} called twice in one round; each rank's calls must come from one thread at a time", call, rank);
@@ -71,7 +74,9 @@ EmulatedWorld::Round EmulatedWorld::run_round(int rank, Part part, bool splittin
   arrived_[r] = true;
   const uint64_t generation = generation_;
   if (++arrivals_ == size_) {
-    complete_round(splitting);
+    complete_round(kind);
+  } else if (finishing) {
+    changed_.wait(lock, [&] { return generation_ != generation; });
   } else {
     bool woken = changed_.wait_for(lock, timeout_, [&] { return generation_ != generation || !abort_reason_.empty(); });
     if (!woken) {
@@ -85,11 +90,11 @@ EmulatedWorld::Round EmulatedWorld::run_round(int rank, Part part, bool splittin
   return completed_;
 }
 
-void EmulatedWorld::complete_round(bool splitting) {
+void EmulatedWorld::complete_round(RoundKind kind) {
   completed_.parts = pending_;
   completed_.mismatch = describe_mismatch(pending_);
   completed_.memberships.assign(static_cast<size_t>(size_), Membership{});
-  if (splitting && completed_.mismatch.empty()) {
+  if (kind == RoundKind::split && completed_.mismatch.empty()) {
     std::map<int, std::vector<int>> ranks_by_color;
     for (int r = 0; r < size_; ++r)
       if (pending_[static_cast<size_t>(r)].color >= 0)

@@ -4,7 +4,8 @@
 // The ranks then read each other's buffers directly: the emulator's device memory is host memory.
 //
 // A round never hangs: a rank missing after the timeout aborts the world, naming the ranks that
-// did not come, and an abort (from any thread) wakes every waiting rank with its reason.
+// did not come, and an abort (from any thread) wakes every waiting rank with its reason. The
+// one exception is finish_exchange, which every rank is sure to reach.
 #pragma once
 
 #include <chrono>
@@ -39,8 +40,11 @@ class EmulatedWorld {
   // Throws when the ranks' calls differ (naming the ranks and their calls), after the timeout
   // (naming the missing ranks; the world is aborted), and when the world is aborted.
   std::vector<Part> arrive(int rank, Part part);
-  // A round with no buffers: every rank has reached `call`.
-  void barrier(int rank, const std::string& call);
+  // A round with no buffers after a completed arrive(), once this rank is done with the other
+  // ranks' buffers: it returns when every rank is, so no rank releases a buffer another still
+  // reads. Every rank of that arrive() comes (what lies between is local work), so it waits
+  // for all of them, through an abort and past the timeout.
+  void finish_exchange(int rank, const std::string& call);
   // Every rank calls it: the ranks with one color >= 0 form a new world, ranked by key, then rank.
   Membership split(int rank, int color, int key);
 
@@ -54,8 +58,9 @@ class EmulatedWorld {
     std::vector<Membership> memberships;
     std::string mismatch;  // why the ranks' calls disagree, empty when they agree
   };
-  Round run_round(int rank, Part part, bool splitting);
-  void complete_round(bool splitting);  // with mutex_ held, by the last rank to arrive
+  enum class RoundKind { exchange, split, finish };
+  Round run_round(int rank, Part part, RoundKind kind);
+  void complete_round(RoundKind kind);  // with mutex_ held, by the last rank to arrive
   std::string missing_ranks() const;
 
   const int size_;

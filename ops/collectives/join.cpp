@@ -1,5 +1,7 @@
 // Communicators over processes: the unique id comes from a file, a TCP rendezvous or torchrun's
 // environment, then every rank joins with it (Communicator::join).
+#include <cstdio>
+
 #include "dsl/error.h"
 #include "ops/collectives.h"
 #include "ops/collectives/bootstrap.h"
@@ -30,7 +32,10 @@ Communicator Communicator::join_by_file(const std::string& path, int rank, int w
                                         const CommunicatorOptions& options) {
   require_gpu(device, "join_by_file");
   UniqueId id = exchange_id_by_file(path, rank, world_size, UniqueId::create, options.timeout);
-  return join(id, rank, world_size, device, options);
+  Communicator comm = join(id, rank, world_size, device, options);
+  // Joining is collective: every rank has read the id. Left there, it would mislead a next run.
+  if (rank == 0) std::remove(path.c_str());
+  return comm;
 }
 
 Communicator Communicator::join_by_tcp(const std::string& address, int port, int rank, int world_size, Device& device,

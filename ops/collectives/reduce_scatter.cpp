@@ -22,21 +22,23 @@ ChunkPlan plan_for(const Tensor& x, const Communicator& comm, const ReduceScatte
   plan.out_shape = part_shape(x, "x", options.scatter_dimension, d, options.tiled, k, kOp, "scatter_dimension");
   plan.outer = product(x.shape(), 0, d);
   plan.chunk = x.shape()[d] / k * product(x.shape(), d + 1, x.shape().size());
-  plan.group = group_of(state_of(comm), options.groups, kOp);
+  plan.group = group_place(state_of(comm), options.groups, kOp);
   return plan;
 }
 
+// After every argument is checked: the first call with new groups is a collective (group_of).
 void run(const Tensor& x, const Tensor& out, const ChunkPlan& plan, const Communicator& comm,
          const ReduceScatterOptions& options, Stream* stream) {
   Communicator::State& state = state_of(comm);
   Stream& s = stream_for(state, stream, kOp);
+  GroupView group = group_of(state, options.groups, kOp);
   const void* send = x.data();
   if (plan.needs_packing()) {
     void* packed = scratch(state, static_cast<size_t>(x.bytes()), s);  // (k, outer, chunk)
     swap_leading_axes(x.data(), packed, plan.outer, plan.group.size, plan.chunk, x.dtype(), s);
     send = packed;
   }
-  plan.group.group->live(kOp).reduce_scatter(send, out.data(), static_cast<size_t>(plan.part()), x.dtype(), options.op,
+  group.group->live(kOp).reduce_scatter(send, out.data(), static_cast<size_t>(plan.part()), x.dtype(), options.op,
                                              s);
 }
 

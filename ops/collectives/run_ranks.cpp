@@ -20,9 +20,10 @@ void run_ranks(const std::vector<Communicator>& comms, const std::function<void(
       failed_rank = comms[index].rank();
       failure = what;
     }
+    // The failing rank's own too: the communicators it made for groups may still wait on the
+    // others'.
     std::string reason = fmt::format("rank {} failed: {}", comms[index].rank(), what);
-    for (size_t j = 0; j < comms.size(); ++j)
-      if (j != index) comms[j].abort(reason);
+    for (const Communicator& comm : comms) comm.abort(reason);
   };
   std::vector<std::thread> threads;
   for (size_t i = 0; i < comms.size(); ++i) {

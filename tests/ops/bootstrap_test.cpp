@@ -50,6 +50,42 @@ Outcome exchange_on_threads(int world, std::chrono::milliseconds rank0_delay,
   return out;
 }
 
+// A TCP connection to the local port, or -1 while nothing listens there.
+int connect_locally(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+  close(fd);
+  return -1;
+}
+
+// A server on `port` that is not rank 0: it answers one connection with zeros.
+void serve_zeros_once(int port) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int yes = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  int peer = accept(listener, nullptr, nullptr);
+  char hello[12];  // read first: closing with unread data would reset the connection
+  for (size_t got = 0; got < sizeof hello;) {
+    ssize_t n = recv(peer, hello + got, sizeof hello - got, 0);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  std::vector<char> zeros(256, 0);
+  EXPECT_EQ(send(peer, zeros.data(), zeros.size(), MSG_NOSIGNAL), static_cast<ssize_t>(zeros.size()));
+  close(peer);
+  close(listener);
+}
+
 TEST(Bootstrap, ByFile) {
   TJ_SEEDED_RNG(rng);
   const UniqueId id = made_up_id(rng);
@@ -120,6 +156,37 @@ TEST(Bootstrap, ByTcpTimesOutNamingWhoIsMissing) {
               HasSubstr("join_by_tcp: rank 1 could not reach rank 0 at 127.0.0.1:"));
   EXPECT_THAT(error_of([&] { exchange_id_by_tcp("127.0.0.1", 70000, 1, 2, nullptr, 200ms); }),
               HasSubstr("port 70000 is not a TCP port"));
+}
+
+// A connection to rank 0 that sends nothing holds it up for a moment, not until the deadline:
+// the ranks queued behind it get their ids. And a rank that reaches a server that is not
+// rank 0 (here one that answers zeros) says so.
+TEST(Bootstrap, ByTcpStrangersNeitherBlockNorPassForRankZero) {
+  TJ_SEEDED_RNG(rng);
+  const UniqueId id = made_up_id(rng);
+  const int port = free_port();
+  std::thread rank0([&] {
+    EXPECT_EQ(error_of([&] { exchange_id_by_tcp("127.0.0.1", port, 0, 2, [&] { return id; }, 30s); }), "no error");
+  });
+  int silent = -1;
+  for (auto start = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - start < 10s;) {
+    silent = connect_locally(port);
+    if (silent >= 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GE(silent, 0);
+  auto asked = std::chrono::steady_clock::now();
+  UniqueId got = exchange_id_by_tcp("127.0.0.1", port, 1, 2, nullptr, 30s);
+  EXPECT_EQ(got.bytes, id.bytes);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 10s) << "the silent connection held rank 0 up";
+  rank0.join();
+  ::close(silent);
+
+  const int other_port = free_port();
+  std::thread stranger([&] { serve_zeros_once(other_port); });
+  EXPECT_THAT(error_of([&] { exchange_id_by_tcp("127.0.0.1", other_port, 1, 2, nullptr, 10s); }),
+              HasSubstr("is not rank 0 of a tilejit job"));
+  stranger.join();
 }
 
 TEST(Bootstrap, TorchrunEnvironment) {

@@ -3,6 +3,11 @@
 // errors of asking for what emulated ranks cannot do.
 #include <gmock/gmock.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "ops/collectives/emulated_world.h"
 #include "tests/error_message.h"
 #include "tests/ops/collectives_test_util.h"
 
@@ -11,6 +16,27 @@ namespace {
 
 using ::testing::HasSubstr;
 using tilejit::testing_util::error_of;
+
+// After an exchange every rank reads the others' buffers; a rank that an abort (or a short
+// timeout) let leave before the slowest one finished could free a buffer still being read.
+// Finishing an exchange waits for every rank of it, whatever an abort says.
+TEST(EmulatedWorld, FinishingAnExchangeWaitsForEveryRankThroughAnAbort) {
+  tilejit::ops::EmulatedWorld world(2, std::chrono::milliseconds(50));
+  std::atomic<bool> slow_rank_done = false;
+  std::thread slow([&] {
+    world.arrive(1, {"exchange"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past the timeout, reading rank 0's buffers
+    slow_rank_done = true;
+    world.finish_exchange(1, "exchange (done)");
+  });
+  world.arrive(0, {"exchange"});
+  world.abort("another rank failed");
+  world.finish_exchange(0, "exchange (done)");
+  EXPECT_TRUE(slow_rank_done) << "rank 0 left while rank 1 was still reading its buffers";
+  slow.join();
+  EXPECT_THAT(tilejit::testing_util::error_of([&] { world.arrive(0, {"next"}); }),
+              HasSubstr("the communicator was aborted: another rank failed"));
+}
 
 TEST(Communicator, EmulatedRanksDescribeThemselves) {
   std::vector<Communicator> comms = Communicator::emulated(3);

@@ -8,6 +8,9 @@
 //         Tile mask = offs < n;
 //         store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);
 //       });
+//
+// A body that captures values (a lambda with captures) makes different kernels from one piece
+// of code: BodyOrigin below says how the compiled-code cache tells them apart.
 #pragma once
 
 #include <functional>

@@ -352,6 +352,9 @@ PackImport import_cache_pack(const CachePack& pack, KernelCache& cache) {
          cache.enabled() ? "in memory only (no usable directory)" : "disabled");
   if (auto problems = pack.verify(); !problems.empty())
     fail("cache pack {} is damaged; nothing imported: {}", pack.path(), fmt::join(problems, "; "));
+  // The directory alone, not the packs attached to `cache`: an entry only a pack holds is
+  // not there yet.
+  KernelCache directory(CacheOptions{cache.directory(), true});
   PackImport result;
   for (const PackEntryInfo& entry : pack.entries()) {
     auto value = pack.find(entry.key);
@@ -359,7 +362,7 @@ PackImport import_cache_pack(const CachePack& pack, KernelCache& cache) {
     // Under the cache's update lock: an entry another process stores meanwhile (a tuner's
     // result) is kept, not overwritten.
     bool present = false;
-    bool stored = cache.update(entry.key, value->label, [&](std::optional<std::string_view> current) {
+    bool stored = directory.update(entry.key, value->label, [&](std::optional<std::string_view> current) {
       present = current.has_value();
       return present ? std::nullopt : std::optional<std::string>(std::move(value->value));
     });

@@ -75,7 +75,7 @@ int run_import(const Options& o) {
   KernelCache& cache = KernelCache::global();
   PackImport imported = import_cache_pack(*pack, cache);
   fmt::print("imported {} entries from {} into {} ({} were there already)\n", imported.added, o.file,
-             cache.on_disk() ? cache.directory() : "the in-memory cache", imported.already_present);
+             cache.directory(), imported.already_present);
   return 0;
 }
 

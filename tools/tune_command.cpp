@@ -92,10 +92,16 @@ int run_tune(const Options& o) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const ProblemShape& shape = shapes[i];
     // Asked shape by shape: an earlier shape of this run may have tuned the bucket. Its
-    // config may not serve this shape (a constraint tells them apart); then this one is tuned.
-    if (auto best = db.best(TuningKey::of(op, shape, device.info())); best && fits(op, best->config, shape)) {
-      fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
-      continue;
+    // config may not serve this shape (a constraint tells them apart); then this one is tuned,
+    // and its result replaces the bucket's.
+    if (auto best = db.best(TuningKey::of(op, shape, device.info()))) {
+      if (fits(op, best->config, shape)) {
+        fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
+        continue;
+      }
+      fmt::print("[{}]  the bucket's config, tuned on [{}], does not serve this shape; its result will replace "
+                 "that one\n",
+                 shape.str(), best->tuned_shape.str());
     }
     auto runner = make_candidate_runner(op, shape, device, timing, std::random_device{}());
     TuneOptions options;

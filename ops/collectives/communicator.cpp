@@ -86,17 +86,7 @@ std::optional<Communicator> Communicator::split(int color, int key) const {
 void Communicator::check_async_error() const { state_->check_async_errors(); }
 
 void Communicator::synchronize(Stream& stream) const {
-  Stream& s = stream_for(*state_, &stream, "synchronize");
-  RankBackend& backend = state_->live("synchronize");
-  try {
-    backend.synchronize(s);
-    state_->check_async_errors();
-  } catch (const Error& e) {
-    // The stream may hold collectives of the communicators made for groups: they are aborted
-    // too, or their kernels would wait on forever.
-    state_->abort(e.what());
-    throw;
-  }
+  state_->synchronize(stream_for(*state_, &stream, "synchronize"));
 }
 
 void Communicator::abort(const std::string& reason) const { state_->abort(reason); }

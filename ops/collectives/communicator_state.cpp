@@ -73,6 +73,17 @@ void Communicator::State::add_group(const RankGroups& groups, const std::shared_
   if (!aborted.empty()) group->abort(aborted);
 }
 
+void Communicator::State::synchronize(Stream& stream) {
+  RankBackend& rank = live("synchronize");
+  try {
+    rank.synchronize(stream);
+    check_async_errors();
+  } catch (const Error& e) {
+    abort(e.what());
+    throw;
+  }
+}
+
 void Communicator::State::check_async_errors() {
   live("check_async_error").check_async_error();
   std::vector<std::shared_ptr<State>> groups;
@@ -125,9 +136,7 @@ void* scratch(Communicator::State& state, size_t bytes, Stream& stream) {
   auto it = state.scratch_by_stream.find(stream.handle());
   if (it != state.scratch_by_stream.end() && static_cast<size_t>(it->second.bytes()) >= bytes) return it->second.data();
   if (it != state.scratch_by_stream.end()) {
-    // The old buffer may still be in use on the stream; waited for as synchronize() waits,
-    // within the communicator's timeout.
-    state.backend->synchronize(stream);
+    state.synchronize(stream);  // the old buffer may still be in use on the stream
     state.scratch_by_stream.erase(it);
   }
   Tensor buffer = Tensor::empty(state.backend->device(), DType::i8, {static_cast<int64_t>(bytes)});

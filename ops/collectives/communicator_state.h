@@ -37,6 +37,10 @@ struct Communicator::State {
   // Throws the first asynchronous error of this communicator or of those made for groups,
   // whose collectives the caller's calls ran on.
   void check_async_errors();
+  // Waits for the collectives on `stream` within the timeout, then checks for asynchronous
+  // errors; on a failure aborts this communicator and those made from it (their collectives
+  // may be what is stuck on the stream) and throws.
+  void synchronize(Stream& stream);
 
   const std::unique_ptr<RankBackend> backend;
   const CommunicatorOptions options;

@@ -64,8 +64,9 @@ void OpArguments::no_self_overlap(std::string_view name, const Tensor& out) cons
   std::sort(dims.begin(), dims.end());
   int64_t span = 0;  // elements covered by the dims so far, minus one
   for (auto [stride, size] : dims) {
-    if (stride <= span) fail("{} ({}, strides {}) has elements that share memory", name, out.describe(),
-                             shape_string(out.strides()));
+    if (stride <= span)
+      fail("{} ({}, strides {}) has strides under which elements may share memory", name, out.describe(),
+           shape_string(out.strides()));
     span += (size - 1) * stride;
   }
 }

@@ -11,10 +11,10 @@ namespace {
 using namespace gemm_detail;
 
 void launch_gemm(GemmProblem& p, Stream* stream) {
-  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   OpArguments args("gemm");
-  if (p.batch > 65535) args.fail("at most 65535 batches, not {}", p.batch);
   Stream& s = args.stream_for("a", *p.a, stream);
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+  if (p.batch > 65535) args.fail("at most 65535 batches, not {}", p.batch);
   GemmConfig config = call_config(p, s.device());
   if (p.options->split_k > 0) config.split_k = p.options->split_k;
   launch_gemm_with(p, config, s);

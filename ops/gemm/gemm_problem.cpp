@@ -203,10 +203,15 @@ void set_output(GemmProblem& p, const Tensor& out) {
                              std::pair{"b_scale_inv", &o.b_scale_inv}})
     if (*input) args.disjoint("out", out, name, **input);
   // c and the residual are read element by element where that element is written: they may
-  // be out itself, not another view of its memory.
-  for (auto [name, input] : {std::pair{"c", &p.c}, std::pair{"residual", &p.residual}})
-    if (*input && !((*input)->data() == out.data() && (*input)->strides() == out.strides()))
-      args.disjoint("out", out, name, **input);
+  // be out itself (the same elements: data, strides and element size), not another view of
+  // its memory.
+  for (auto [name, input] : {std::pair{"c", &p.c}, std::pair{"residual", &p.residual}}) {
+    if (!*input) continue;
+    const Tensor& t = **input;
+    const bool same_elements = t.data() == out.data() && t.strides() == out.strides() &&
+                               dtype_storage_bytes(t.dtype()) == dtype_storage_bytes(out.dtype());
+    if (!same_elements) args.disjoint("out", out, name, t);
+  }
   p.out = out;
   p.out_strides = strides_of(out, false);
 }

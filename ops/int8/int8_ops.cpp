@@ -84,6 +84,7 @@ QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, const Te
     args.same_device("out", *out, "a", a);
     args.dtype("out", *out, {a.dtype()});
     args.shape("out", *out, {a.dim(0), w.dim(1)});
+    args.no_self_overlap("out", *out);
   }
   args.stream_for("a", a, stream);
   QuantizedProduct p{quantize_rows_int8(a, stream), quantize_rows_int8(w.permute({1, 0}), stream), {}};

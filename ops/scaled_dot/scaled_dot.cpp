@@ -51,9 +51,9 @@ Tensor scaled_dot(const Tensor& lhs, const Tensor& rhs, const std::optional<Tens
   const Tensor* ls = lhs_scale ? &*lhs_scale : nullptr;
   const Tensor* rs = rhs_scale ? &*rhs_scale : nullptr;
   ScaledDotDims dims = check_scaled_dot(args, lhs, rhs, ls, rs, options);
+  Stream& s = args.stream_for("lhs", lhs, stream);
   Tensor out = Tensor::empty(lhs.device(), options.preferred_element_type, dims.out_shape);
   if (out.numel() == 0) return out;
-  Stream& s = args.stream_for("lhs", lhs, stream);
   ScaledOperandView l = operand_view(lhs, ls, {dims.lhs.batch, dims.lhs.free, dims.lhs.contracting}, 2, s);
   ScaledOperandView r = operand_view(rhs, rs, {dims.rhs.batch, dims.rhs.contracting, dims.rhs.free}, 1, s);
   run_scaled_dot_kernel(l, r, out, s);

@@ -21,19 +21,21 @@ using tilejit::testing_util::error_of;
 // timeout) let leave before the slowest one finished could free a buffer still being read.
 // Finishing an exchange waits for every rank of it, whatever an abort says.
 TEST(EmulatedWorld, FinishingAnExchangeWaitsForEveryRankThroughAnAbort) {
-  tilejit::ops::EmulatedWorld world(2, std::chrono::milliseconds(50));
+  tilejit::ops::EmulatedWorld world(2, std::chrono::milliseconds(1000));
   std::atomic<bool> slow_rank_done = false;
   std::thread slow([&] {
-    world.arrive(1, {"exchange"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past the timeout, reading rank 0's buffers
+    EXPECT_EQ(error_of([&] { world.arrive(1, {"exchange"}); }), "no error");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the timeout, reading rank 0's buffers
     slow_rank_done = true;
-    world.finish_exchange(1, "exchange (done)");
+    EXPECT_EQ(error_of([&] { world.finish_exchange(1, "exchange (done)"); }), "no error");
   });
-  world.arrive(0, {"exchange"});
+  std::string exchanged = error_of([&] { world.arrive(0, {"exchange"}); });
   world.abort("another rank failed");
-  world.finish_exchange(0, "exchange (done)");
+  std::string finished = error_of([&] { world.finish_exchange(0, "exchange (done)"); });
   EXPECT_TRUE(slow_rank_done) << "rank 0 left while rank 1 was still reading its buffers";
   slow.join();
+  EXPECT_EQ(exchanged, "no error");
+  EXPECT_EQ(finished, "no error");
   EXPECT_THAT(tilejit::testing_util::error_of([&] { world.arrive(0, {"next"}); }),
               HasSubstr("the communicator was aborted: another rank failed"));
 }

@@ -1,5 +1,6 @@
 // The int8 ops (FJFormer's quant_int8, matmul_true_int8, q_matmul_int8) and numpy-style
 // matmul against long-double references of SEMANTICS.md, on the emulator.
+#include <dlpack/dlpack.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -163,6 +164,18 @@ TEST(Int8, Errors) {
                {"q_matmul_int8", "one dtype"});
   expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {2, 4, 8}), t(DType::f32, {8, 3})); },
                {"q_matmul_int8", "a must have rank 2"});
+  Tensor wrong_out = t(DType::f32, {4, 4});
+  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {8, 3}), wrong_out); },
+               {"q_matmul_int8", "out must have shape [4, 3]", "f32[4, 4]"});
+
+  // A broadcast x (DLPack allows a stride of 0) of 2^31 elements over one row: its quantized
+  // copy is indexed in 32 bits.
+  DLManagedTensor* row = t(DType::f32, {4096}).to_dlpack();
+  static int64_t shape[2] = {int64_t{1} << 19, 4096}, strides[2] = {0, 1};
+  row->dl_tensor.ndim = 2, row->dl_tensor.shape = shape, row->dl_tensor.strides = strides;
+  Tensor broadcast = Tensor::from_dlpack(row);
+  expect_error([&] { tilejit::ops::quantize_rows_int8(broadcast); },
+               {"quantize_rows_int8", "has or spans 2^31 or more elements", "f32[524288, 4096]"});
 }
 
 }  // namespace

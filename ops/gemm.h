@@ -76,8 +76,9 @@ DType gemm_out_dtype(DType a, const GemmOptions& options);
 // A new output: (M, N), or (batch, M, N) when either operand is batched.
 Tensor gemm(const Tensor& a, const Tensor& b, const GemmOptions& options = {}, Stream* stream = nullptr);
 // The same into `out`, of any strides. out must not overlap itself, a, b, the bias or the
-// scales (judged by the bytes each spans, so interleaved views of one buffer are refused);
-// C and the residual may be out itself (the same data, strides and element size).
+// scales (ops/common/memory_overlap.h: column blocks of one matrix are apart; layouts it
+// cannot tell apart are refused); C and the residual may be out itself (the same data,
+// strides and element size).
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out, const GemmOptions& options = {},
           Stream* stream = nullptr);
 

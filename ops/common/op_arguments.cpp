@@ -2,9 +2,7 @@
 
 #include <fmt/ranges.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <utility>
+#include "ops/common/memory_overlap.h"
 
 namespace tilejit::ops {
 
@@ -55,38 +53,14 @@ Stream& OpArguments::stream_for(std::string_view name, const Tensor& t, Stream* 
 }
 
 void OpArguments::no_self_overlap(std::string_view name, const Tensor& out) const {
-  if (out.numel() == 0) return;
-  // From the smallest stride up, each dim's stride must step past everything the dims inside
-  // it span.
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims of more than one element
-  for (int i = 0; i < out.rank(); ++i)
-    if (out.dim(i) > 1) dims.emplace_back(out.strides()[static_cast<size_t>(i)], out.dim(i));
-  std::sort(dims.begin(), dims.end());
-  int64_t span = 0;  // elements covered by the dims so far, minus one
-  for (auto [stride, size] : dims) {
-    if (stride <= span)
-      fail("{} ({}, strides {}) has strides under which elements may share memory", name, out.describe(),
-           shape_string(out.strides()));
-    span += (size - 1) * stride;
-  }
+  if (may_overlap_itself(out))
+    fail("{} ({}, strides {}) has strides under which elements may share memory", name, out.describe(),
+         shape_string(out.strides()));
 }
-
-namespace {
-// The bytes from `t`'s first element to the end of its last; empty for no elements.
-std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
-  auto begin = reinterpret_cast<uintptr_t>(t.data());
-  if (t.numel() == 0) return {begin, begin};
-  int64_t last = 0;
-  for (int i = 0; i < t.rank(); ++i) last += (t.dim(i) - 1) * t.strides()[static_cast<size_t>(i)];
-  return {begin, begin + static_cast<uintptr_t>((last + 1) * dtype_storage_bytes(t.dtype()))};
-}
-}  // namespace
 
 void OpArguments::disjoint(std::string_view out_name, const Tensor& out, std::string_view in_name,
                            const Tensor& in) const {
-  auto [out_begin, out_end] = byte_range(out);
-  auto [in_begin, in_end] = byte_range(in);
-  if (&out.device() == &in.device() && out_begin < in_end && in_begin < out_end)
+  if (may_overlap(out, in))
     fail("{} ({}) overlaps the memory of {} ({}), which is read while {} is written", out_name, out.describe(),
          in_name, in.describe(), out_name);
 }

@@ -41,13 +41,10 @@ class OpArguments {
   void same_dtype(std::string_view name_a, const Tensor& a, std::string_view name_b, const Tensor& b) const;
   // Row-major with no gaps (the ops that take strided operands say so and check strides themselves).
   void contiguous(std::string_view name, const Tensor& t) const;
-  // An output no two of whose elements may share an address: from the smallest stride up, each
-  // steps past what the dims inside it span (a stride of 0 over a dim of more than one element
-  // fails, and so do strides that interleave).
+  // An output no two of whose elements may share an address (ops/common/memory_overlap.h).
   void no_self_overlap(std::string_view name, const Tensor& out) const;
   // An output whose memory does not overlap an input's: the op reads `in` while it writes
-  // `out`. Judged by the bytes each spans from its first to its last element, so interleaved
-  // views of one buffer count as overlapping.
+  // `out` (ops/common/memory_overlap.h).
   void disjoint(std::string_view out_name, const Tensor& out, std::string_view in_name, const Tensor& in) const;
   // `stream`, or the default stream of `t`'s device when null. A stream of another device is
   // an error that names both devices.

@@ -355,6 +355,8 @@ PackImport import_cache_pack(const CachePack& pack, KernelCache& cache) {
   // The directory alone, not the packs attached to `cache`: an entry only a pack holds is
   // not there yet.
   KernelCache directory(CacheOptions{cache.directory(), true});
+  if (!directory.on_disk())
+    fail("cannot import cache pack {}: {} is not a usable directory", pack.path(), cache.directory());
   PackImport result;
   for (const PackEntryInfo& entry : pack.entries()) {
     auto value = pack.find(entry.key);

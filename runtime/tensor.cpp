@@ -112,10 +112,23 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   if (reinterpret_cast<uintptr_t>(t.data_) % static_cast<uintptr_t>(dtype_storage_bytes(t.dtype_)) != 0)
     fail("from_dlpack: the data of {} is not aligned to its element size ({} bytes)", t.describe(),
          dtype_storage_bytes(t.dtype_));
-  int64_t extent = t.numel() == 0 ? 0 : 1;  // elements from the first to the last one, inclusive
-  for (int i = 0; i < t.rank(); ++i) extent += t.numel() == 0 ? 0 : (t.shape_[i] - 1) * t.strides_[i];
+  // The elements, and the bytes from the first to the end of the last: within 2^62, so that
+  // index and address arithmetic on the tensor (and on views of it) cannot overflow.
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  int64_t elements = 1, last = 0, bytes = 0;
+  bool overflow = false;
+  for (int i = 0; i < t.rank(); ++i) {
+    int64_t step = 0;
+    overflow |= __builtin_mul_overflow(elements, t.shape_[i], &elements);
+    if (t.shape_[i] > 0)
+      overflow |= __builtin_mul_overflow(t.shape_[i] - 1, t.strides_[i], &step) ||
+                  __builtin_add_overflow(last, step, &last);
+  }
+  if (elements > 0) overflow |= __builtin_mul_overflow(last + 1, int64_t{dtype_storage_bytes(t.dtype_)}, &bytes);
+  if (overflow || elements > kLimit || bytes > kLimit)
+    fail("from_dlpack: {} (strides [{}]) spans 2^62 bytes or more", t.describe(), fmt::join(t.strides_, ", "));
   Device* device = t.device_;
-  device->add_external_memory(t.data_, static_cast<size_t>(extent * dtype_storage_bytes(t.dtype_)));
+  device->add_external_memory(t.data_, static_cast<size_t>(bytes));
   t.storage_ = std::shared_ptr<void>(t.data_, [device, owner = std::move(owner)](void* data) {
     device->remove_external_memory(data);
   });

@@ -99,8 +99,8 @@ int run_tune(const Options& o) {
         fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
         continue;
       }
-      fmt::print("[{}]  the bucket's config, tuned on [{}], does not serve this shape; its result will replace "
-                 "that one\n",
+      fmt::print("[{}]  the bucket's config, tuned on [{}], does not serve this shape; a result for it will "
+                 "replace that one\n",
                  shape.str(), best->tuned_shape.str());
     }
     auto runner = make_candidate_runner(op, shape, device, timing, std::random_device{}());

@@ -33,15 +33,17 @@ struct Rows {
   int64_t width = 0, period = 0;
 };
 
-// Null unless the innermost dim is dense and every other stride a multiple of the one above it.
+// A dense innermost dim makes rows as wide as it, else each element is a row of its own; null
+// unless every stride beyond the rows is a multiple of the period.
 std::optional<Rows> rows_of(const Tensor& t) {
   const int64_t element = dtype_storage_bytes(t.dtype());
   std::vector<std::pair<int64_t, int64_t>> dims = byte_dims(t);
   if (dims.empty()) return Rows{element, 0};
-  if (dims[0].first != element) return std::nullopt;
-  Rows rows{dims[0].second * element, dims.size() > 1 ? dims[1].first : 0};
-  for (size_t i = 1; i < dims.size(); ++i)
-    if (dims[i].first % rows.period != 0) return std::nullopt;
+  const bool dense_rows = dims[0].first == element;
+  const size_t outer = dense_rows ? 1 : 0;  // the first dim beyond a row
+  Rows rows{dense_rows ? dims[0].second * element : element, outer < dims.size() ? dims[outer].first : 0};
+  for (size_t i = outer; i < dims.size(); ++i)
+    if (rows.period == 0 || dims[i].first % rows.period != 0) return std::nullopt;
   return rows;
 }
 

@@ -1,6 +1,8 @@
 // Whether tensors' memory may overlap, for ops that must not write what they read. Exact for
 // the layouts ops meet (dense tensors, and views that keep to rows of a common stride, such
-// as column blocks of one matrix); for others, a "may" errs toward overlap.
+// as column blocks of one matrix); for others, a "may" errs toward overlap. A tensor spans
+// less than 2^62 bytes (Tensor::from_dlpack refuses more), so the byte arithmetic cannot
+// overflow.
 #pragma once
 
 #include "runtime/tensor.h"

@@ -36,6 +36,8 @@ TEST(MemoryOverlap, BlocksOfOneMatrix) {
   EXPECT_TRUE(may_overlap(left, x.select(0, 2)));                    // a whole row meets every column block
   EXPECT_FALSE(may_overlap(left, x.select(0, 2).slice(0, 16, 16)));  // the right half of a row does not
   EXPECT_TRUE(may_overlap(right, x.permute({1, 0})));                // the transpose covers everything
+  EXPECT_FALSE(may_overlap(x.slice(1, 0, 1), right));                // a column against a block
+  EXPECT_TRUE(may_overlap(x.slice(1, 16, 1), right));
   // Batched views of one buffer: the same column blocks of every matrix.
   Tensor stacked = Tensor::empty(emu(), DType::f32, {3, 8, 32});
   EXPECT_FALSE(may_overlap(stacked.slice(2, 0, 16), stacked.slice(2, 16, 16)));

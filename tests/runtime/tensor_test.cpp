@@ -146,6 +146,13 @@ TEST(Tensor, ImportRejectsWhatItCannotRepresent) {
   EXPECT_THAT(error_of([&] { Tensor::from_dlpack(misaligned); }),
               HasSubstr("the data of f32[1] on emu is not aligned to its element size (4 bytes)"));
   EXPECT_TRUE(deleted);
+  deleted = false;
+  DLManagedTensor* far = make_foreign({1, 2}, {2}, &deleted);
+  int64_t far_stride = int64_t{1} << 61;  // 2^61 f32 elements: 2^63 bytes, past what addresses hold
+  far->dl_tensor.strides = &far_stride;
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(far); }),
+              HasSubstr("f32[2] on emu (strides [2305843009213693952]) spans 2^62 bytes or more"));
+  EXPECT_TRUE(deleted);
   Tensor fp8 = Tensor::empty(Device::emu(), DType::f8e4m3, {4});
   EXPECT_THAT(error_of([&] { fp8.to_dlpack(); }), HasSubstr("f8e4m3 has no DLPack 0.6 type code"));
 }

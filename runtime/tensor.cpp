@@ -20,7 +20,8 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
 }
 
 // DLPack 0.6 has codes for the integer and 16/32-bit float types; the fp8 formats and e8m0
-// came later, so they cross as uint8 tensors by the caller's choice, not silently here.
+// came later, so they cross as uint8 tensors, read back by the caller's choice
+// (from_dlpack's `as`), not silently here.
 DLDataType to_dl(DType d) {
   switch (d) {
     case DType::i1: return {kDLUInt, 8, 1};
@@ -34,15 +35,28 @@ DLDataType to_dl(DType d) {
   }
 }
 
-DType from_dl(DLDataType t) {
+// DLPack 0.8's code for bool (the header here is 0.6's); frameworks export bool tensors with it.
+constexpr uint8_t kDLBoolCode = 6;
+
+DType from_dl(DLDataType t, std::optional<DType> as) {
   if (t.lanes != 1) fail("from_dlpack: vector element types ({} lanes) are not supported", t.lanes);
+  if (as) {
+    const bool bytes = t.bits == 8 && (t.code == kDLUInt || t.code == kDLInt || t.code == kDLBoolCode);
+    if (!bytes || dtype_storage_bytes(*as) != 1)
+      fail("from_dlpack: a DLPack tensor of type (code {}, {} bits) cannot be read as {}: only the bytes of an 8-bit "
+           "integer or bool tensor are read as a 1-byte dtype",
+           static_cast<int>(t.code), static_cast<int>(t.bits), dtype_name(*as));
+    return *as;
+  }
+  if (t.code == kDLBoolCode && t.bits == 8) return DType::i1;
   if (t.code == kDLInt && t.bits == 8) return DType::i8;
   if (t.code == kDLInt && t.bits == 32) return DType::i32;
   if (t.code == kDLInt && t.bits == 64) return DType::i64;
   if (t.code == kDLFloat && t.bits == 16) return DType::f16;
   if (t.code == kDLFloat && t.bits == 32) return DType::f32;
   if (t.code == kDLBfloat && t.bits == 16) return DType::bf16;
-  fail("from_dlpack: DLPack type (code {}, {} bits) has no tilejit dtype", static_cast<int>(t.code), static_cast<int>(t.bits));
+  fail("from_dlpack: DLPack type (code {}, {} bits) has no tilejit dtype{}", static_cast<int>(t.code),
+       static_cast<int>(t.bits), t.bits == 8 ? " (its bytes can be read as a 1-byte dtype: from_dlpack's `as`)" : "");
 }
 
 Device& device_from_dl(DLDevice d) {
@@ -91,7 +105,7 @@ Tensor Tensor::unallocated(Device& device, DType dtype, std::vector<int64_t> sha
 // At least one byte, so that even an empty tensor has an address of its own.
 size_t Tensor::allocation_bytes() const { return static_cast<size_t>(std::max<int64_t>(bytes(), 1)); }
 
-Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
+Tensor Tensor::from_dlpack(DLManagedTensor* managed, std::optional<DType> as) {
   if (!managed) fail("from_dlpack: null DLManagedTensor");
   // Owns `managed` from here on, also if a check below throws.
   std::shared_ptr<void> owner(managed, [](void* m) {
@@ -100,7 +114,7 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   });
   const DLTensor& dl = managed->dl_tensor;
   Tensor t;
-  t.dtype_ = from_dl(dl.dtype);
+  t.dtype_ = from_dl(dl.dtype, as);
   t.device_ = &device_from_dl(dl.device);
   t.shape_.assign(dl.shape, dl.shape + dl.ndim);
   t.strides_ = dl.strides ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim) : contiguous_strides(t.shape_);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,8 +27,11 @@ class Tensor {
   static Tensor scratch(Stream& stream, DType dtype, std::vector<int64_t> shape);
   // Wraps a DLPack tensor without copying; `managed`'s deleter runs when the last copy of
   // the Tensor goes away. CUDA memory maps to Device::cuda(device_id), CPU memory to the
-  // emulator. Throws for other devices, dtypes tilejit lacks, and negative strides.
-  static Tensor from_dlpack(DLManagedTensor* managed);
+  // emulator. Bool tensors (DLPack 0.8's code) become i1. `as` reads the bytes of an 8-bit
+  // integer or bool tensor as a 1-byte dtype DLPack 0.6 has no code for (f8e4m3, f8e5m2,
+  // e8m0, i1): how fp8 data and scales come from frameworks. Throws for other devices, dtypes
+  // tilejit lacks, negative dims or strides, misaligned data, and a span of 2^62 bytes.
+  static Tensor from_dlpack(DLManagedTensor* managed, std::optional<DType> as = std::nullopt);
   // A DLPack view of this tensor that keeps its memory alive until the consumer calls the
   // deleter.
   DLManagedTensor* to_dlpack() const;

@@ -126,6 +126,32 @@ TEST(Tensor, ImportedHostMemoryRunsInTheEmulator) {
   EXPECT_TRUE(deleted);  // the producer's deleter ran when the last reference went away
 }
 
+// fp8 data, e8m0 scales and boolean masks from frameworks: bool tensors are i1, and the bytes
+// of an 8-bit tensor are read as the 1-byte dtype the caller names.
+TEST(Tensor, ImportReadsBytesAsTheDtypeAsked) {
+  bool deleted = false;
+  Tensor mask = Tensor::from_dlpack(make_foreign({0, 0}, {8}, &deleted, {6, 8, 1}));  // DLPack 0.8's bool
+  EXPECT_EQ(mask.dtype(), DType::i1);
+  for (DType as : {DType::f8e4m3, DType::f8e5m2, DType::e8m0, DType::i1}) {
+    SCOPED_TRACE(dtype_name(as));
+    DLManagedTensor* bytes = make_foreign({1, 2}, {8}, &deleted, {kDLUInt, 8, 1});
+    void* data = bytes->dl_tensor.data;
+    Tensor t = Tensor::from_dlpack(bytes, as);
+    EXPECT_EQ(t.dtype(), as);
+    EXPECT_EQ(t.data(), data);
+    EXPECT_EQ(t.shape(), (std::vector<int64_t>{8}));
+  }
+  Tensor exported_mask = Tensor::empty(Device::emu(), DType::i1, {4});
+  EXPECT_EQ(Tensor::from_dlpack(exported_mask.to_dlpack(), DType::i1).data(), exported_mask.data());
+
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1, 2}, {8}, &deleted, {kDLUInt, 8, 1})); }),
+              HasSubstr("(code 1, 8 bits) has no tilejit dtype (its bytes can be read as a 1-byte dtype"));
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1}, {1}, &deleted), DType::f8e4m3); }),
+              HasSubstr("(code 2, 32 bits) cannot be read as f8e4m3"));
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1}, {2}, &deleted, {kDLUInt, 8, 1}), DType::f16); }),
+              HasSubstr("cannot be read as f16"));
+}
+
 TEST(Tensor, ImportRejectsWhatItCannotRepresent) {
   bool deleted = false;
   EXPECT_THAT(error_of([&] { Tensor::from_dlpack(make_foreign({1}, {1}, &deleted, {kDLComplex, 64, 1})); }),

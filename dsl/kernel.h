@@ -119,6 +119,17 @@ namespace detail {
 // One instantiation per kernel body type, emitted in the binary that defines the body.
 template <typename F>
 void code_anchor() {}
+
+template <typename T>
+struct CallableArgs : CallableArgs<decltype(&T::operator())> {};
+template <typename C, typename R, typename... A>
+struct CallableArgs<R (C::*)(const Constants&, A...) const> {
+  using Tuple = std::tuple<A...>;
+};
+template <typename R, typename... A>
+struct CallableArgs<R (*)(const Constants&, A...)> {
+  using Tuple = std::tuple<A...>;
+};
 }  // namespace detail
 
 // The origin of a body of type F: a function's own address; a lambda's type, with nothing
@@ -133,20 +144,6 @@ BodyOrigin body_origin(const F& body) {
     return {reinterpret_cast<const void*>(&detail::code_anchor<F>), captures};
   }
 }
-
-namespace detail {
-
-template <typename T>
-struct CallableArgs : CallableArgs<decltype(&T::operator())> {};
-template <typename C, typename R, typename... A>
-struct CallableArgs<R (C::*)(const Constants&, A...) const> {
-  using Tuple = std::tuple<A...>;
-};
-template <typename R, typename... A>
-struct CallableArgs<R (*)(const Constants&, A...)> {
-  using Tuple = std::tuple<A...>;
-};
-}  // namespace detail
 
 // Defines a kernel from a callable `(const Constants&, Ptr<..>/Scalar<..>/TensorDesc<..>...)`; `names`
 // names its parameters in order.

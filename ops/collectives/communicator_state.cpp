@@ -111,11 +111,6 @@ GroupView group_place(Communicator::State& state, const RankGroups& groups, cons
 GroupView group_of(Communicator::State& state, const RankGroups& groups, const char* op) {
   GroupView view = group_place(state, groups, op);
   if (view.group) return view;
-  RankBackend& backend = state.live(op);
-  int color = 0;
-  for (size_t g = 0; g < groups.size(); ++g)
-    if (std::find(groups[g].begin(), groups[g].end(), backend.rank()) != groups[g].end()) color = static_cast<int>(g);
-  const int group_size = view.size, position = view.position;
   std::shared_ptr<Communicator::State> group;
   {
     std::lock_guard lock(state.mutex);
@@ -123,13 +118,20 @@ GroupView group_of(Communicator::State& state, const RankGroups& groups, const c
     if (it != state.group_communicators.end()) group = it->second;
   }
   if (!group) {
-    // Ranked by position: the group communicator's rank r is position r of the list.
-    std::unique_ptr<RankBackend> split = backend.split(color, position);
-    TJ_CHECK(split && split->rank() == position && split->size() == group_size);
+    // Colored by the group's index, ranked by position: the group communicator's rank r is
+    // position r of the list.
+    RankBackend& backend = state.live(op);
+    auto mine = std::find_if(groups.begin(), groups.end(), [&](const std::vector<int>& members) {
+      return std::find(members.begin(), members.end(), backend.rank()) != members.end();
+    });
+    const int color = static_cast<int>(mine - groups.begin());
+    std::unique_ptr<RankBackend> split = backend.split(color, view.position);
+    TJ_CHECK(split && split->rank() == view.position && split->size() == view.size);
     group = std::make_shared<Communicator::State>(std::move(split), state.options);
     state.add_group(groups, group);
   }
-  return GroupView{group.get(), group_size, position};
+  view.group = group.get();
+  return view;
 }
 
 void* scratch(Communicator::State& state, size_t bytes, Stream& stream) {

@@ -38,8 +38,7 @@ void run(const Tensor& x, const Tensor& out, const ChunkPlan& plan, const Commun
     swap_leading_axes(x.data(), packed, plan.outer, plan.group.size, plan.chunk, x.dtype(), s);
     send = packed;
   }
-  group.group->live(kOp).reduce_scatter(send, out.data(), static_cast<size_t>(plan.part()), x.dtype(), options.op,
-                                             s);
+  group.group->live(kOp).reduce_scatter(send, out.data(), static_cast<size_t>(plan.part()), x.dtype(), options.op, s);
 }
 
 }  // namespace

@@ -26,7 +26,6 @@ namespace tilejit::ops {
 // (dsl::Kernel::describe_captures), so two kernels of one lambda never share compiled code.
 const JitKernel& op_kernel(const std::string& key, const std::function<dsl::Kernel()>& make);
 
-
 // A parameter of a kernel defined with define_op_kernel.
 inline ir::Param pointer_param(std::string name, DType element) {
   return ir::Param{std::move(name), ir::Type::pointer_to(element), {}};

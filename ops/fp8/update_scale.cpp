@@ -44,9 +44,10 @@ void fp8_update_scale(Fp8ScalingState& state, Stream* stream) {
   const bool most_recent = state.recipe_.amax_compute_algo == AmaxComputeAlgo::most_recent;
   const auto len = static_cast<int32_t>(state.recipe_.amax_history_len);
   const auto margin_factor = static_cast<float>(std::ldexp(1.0, -state.recipe_.margin));
+  Stream& s = OpArguments("fp8_update_scale").stream_for("the scaling state", state.scale_, stream);
   kernel.with({{"MOST_RECENT", most_recent ? 1 : 0}})
-      .launch(OpArguments("fp8_update_scale").stream_for("the scaling state", state.scale_, stream), {1}, state.amax_history_, state.rolled_history_, state.scale_, len,
-              fp8_max(state.dtype_), margin_factor);
+      .launch(s, {1}, state.amax_history_, state.rolled_history_, state.scale_, len, fp8_max(state.dtype_),
+              margin_factor);
   std::swap(state.amax_history_, state.rolled_history_);
 }
 

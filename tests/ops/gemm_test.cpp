@@ -355,7 +355,9 @@ TEST(Gemm, Errors) {
   DLManagedTensor* broadcast = t(DType::bf16, {8, 4}).to_dlpack();
   broadcast->dl_tensor.strides[0] = 0;  // every row at one address
   Tensor one_row = Tensor::from_dlpack(broadcast);
-  expect_gemm_error(a, b, o, {"out (bf16[8, 4] on emu, strides [0, 1]) has strides under which elements may share memory"}, &one_row);
+  expect_gemm_error(a, b, o,
+                    {"out (bf16[8, 4] on emu, strides [0, 1]) has strides under which elements may share memory"},
+                    &one_row);
   GemmOptions residual;
   residual.residual = t(DType::f32, {2, 8, 4});
   expect_gemm_error(a, b, residual, {"residual", "[8, 4]", "f32[2, 8, 4]"});

@@ -112,8 +112,10 @@ Kernel main_kernel(const GemmFeatures& f, bool writes_workspace, std::vector<ir:
                          : matrix_pointers(in, "b", batch, ks, cols % N);           // (BLOCK_K, BLOCK_N)
           auto a_tile = [&](const Tile& k, const Tile& k_in) {  // (BLOCK_M, BLOCK_K)
             if (a_desc) {
-              Tile row = first_row("a") + tile_m * bm;
-              return a_t ? trans(desc_load(in["a"], {k, row})) : desc_load(in["a"], {row, k});
+              // The batch's first row is along K when A is stored (K, M).
+              Tile row = tile_m * bm;
+              return a_t ? trans(desc_load(in["a"], {first_row("a") + k, row}))
+                         : desc_load(in["a"], {first_row("a") + row, k});
             }
             Tile at_k = *a_ptrs + k * in["a_col_stride"];
             return a_t ? trans(load(at_k, expand_dims(k_in, 1))) : load(at_k, expand_dims(k_in, 0));

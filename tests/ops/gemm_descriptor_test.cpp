@@ -73,6 +73,9 @@ TEST(GemmDescriptors, EveryLayoutThatQualifiesAndEveryFallback) {
        {true, {120, 128}, 40}, {true, {384, 24}, 128}},
       {"batches stacked, B transposed", on_sm90({.batch_a = 2, .batch_b = 2, .m = 40, .n = 24, .k = 88}, false, true),
        {true, {80, 88}, 40}, {true, {48, 88}, 24}},
+      // A stored (K, M): a batch's first row is along K.
+      {"batches stacked, A transposed", on_sm90({.batch_a = 2, .batch_b = 2, .m = 40, .n = 24, .k = 128}, true, true),
+       {true, {256, 40}, 128}, {true, {48, 128}, 24}},
       // K down the rows of stacked batches and not a multiple of BLOCK_K: the last step would
       // read the next batch where it must read zeros, so that operand takes the pointer path
       // (cp.async) beside the other's TMA.

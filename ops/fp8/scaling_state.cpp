@@ -1,6 +1,5 @@
 // The recipe's formats and a tensor's delayed-scaling state: its fp8 dtype, its scale and
 // scale_inv (1 at first) and its amax history (zeros), made on the device.
-#include <limits>
 #include <vector>
 
 #include "ops/common/op_arguments.h"
@@ -39,9 +38,10 @@ const DelayedScalingRecipe& checked(const DelayedScalingRecipe& recipe) {
   OpArguments args("Fp8ScalingState");
   if (recipe.margin < -126 || recipe.margin > 126)
     args.fail("margin {} is out of range (-126 to 126: 2^-margin must be a normal f32)", recipe.margin);
-  if (recipe.amax_history_len < 1 || recipe.amax_history_len > std::numeric_limits<int32_t>::max())
-    args.fail("amax_history_len {} is out of range (1 to {})", recipe.amax_history_len,
-              std::numeric_limits<int32_t>::max());
+  // The update kernel walks the history in 32-bit integers, a block past its end.
+  constexpr int64_t kMaxHistory = int64_t{1} << 30;
+  if (recipe.amax_history_len < 1 || recipe.amax_history_len > kMaxHistory)
+    args.fail("amax_history_len {} is out of range (1 to {})", recipe.amax_history_len, kMaxHistory);
   return recipe;
 }
 

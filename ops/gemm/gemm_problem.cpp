@@ -94,7 +94,7 @@ std::vector<int64_t> gemm_out_shape(const Tensor& a, const Tensor& b, const Gemm
   if (ba != bb && ba != 1 && bb != 1)
     args.fail("the batch sizes of a ({}) and b ({}) must be equal or 1: a is {}, b is {}", ba, bb, a.describe(),
               b.describe());
-  if (a.rank() == 3 || b.rank() == 3) return {std::max(ba, bb), m, n};
+  if (a.rank() == 3 || b.rank() == 3) return {ba == 1 ? bb : ba, m, n};  // as numpy: 1 against 0 is 0
   return {m, n};
 }
 
@@ -125,6 +125,12 @@ GemmProblem check_gemm(const Tensor& a, const Tensor& b, const GemmOptions& opti
   p.m = out_shape[out_shape.size() - 2];
   p.n = out_shape.back();
   p.k = ka;
+  // Tile counts and K steps round M, N and K up to a block in 32-bit integers.
+  constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max() - 1024;
+  for (auto [name, extent] : {std::pair{"M", p.m}, {"N", p.n}, {"K", p.k}})
+    if (extent > kMaxExtent)
+      args.fail("{} = {} is over {}, beyond the kernel's 32-bit indexing: a is {}, b is {}", name, extent, kMaxExtent,
+                a.describe(), b.describe());
 
   GemmFeatures& f = p.features;
   f.a = a.dtype();

@@ -64,7 +64,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const GemmOptions& options, Stre
     if (a_batch[i] != b_batch[i] && a_batch[i] != 1 && b_batch[i] != 1)
       args.fail("batch dims do not broadcast: {} and {} differ at batch dim {} ({} vs {})", a.describe(), b.describe(),
                 i, a_batch[i], b_batch[i]);
-    out_batch.push_back(std::max(a_batch[i], b_batch[i]));
+    out_batch.push_back(a_batch[i] == 1 ? b_batch[i] : a_batch[i]);  // 1 against 0 is 0
   }
   if (batch_dims <= 1) return gemm(a, b, options, stream);
 

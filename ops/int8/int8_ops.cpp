@@ -10,6 +10,10 @@ namespace {
 
 using namespace int8_detail;
 
+// The most elements the quantize kernels index in 32 bits: a block (1024 at most) past the last
+// one still fits, so offsets past the end never wrap round into the tensor.
+constexpr int64_t kMaxIndexed = (int64_t{1} << 31) - 1024;
+
 uint32_t blocks(int64_t n, int64_t block) { return static_cast<uint32_t>((n + block - 1) / block); }
 
 void check_float(const OpArguments& args, std::string_view name, const Tensor& t) {
@@ -21,8 +25,9 @@ void check_float(const OpArguments& args, std::string_view name, const Tensor& t
 Tensor quant_int8(const Tensor& x, Stream* stream) {
   OpArguments args("quant_int8");
   check_float(args, "x", x);
+  if (x.numel() > kMaxIndexed)
+    args.fail("x ({}) has over {} elements, beyond the kernel's 32-bit indexing", x.describe(), kMaxIndexed);
   args.contiguous("x", x);
-  if (x.numel() >= (int64_t{1} << 31)) args.fail("x ({}) has 2^31 or more elements", x.describe());
   Tensor q = Tensor::empty(x.device(), DType::i8, x.shape());
   if (x.numel() == 0) return q;
   const int64_t block = 1024;
@@ -39,9 +44,8 @@ RowQuantized quantize_rows_int8(const Tensor& x, Stream* stream) {
   args.rank("x", x, 2);
   int64_t r = x.dim(0), c = x.dim(1);
   // The kernel indexes x through its strides and q densely, both in 32 bits.
-  const int64_t limit = int64_t{1} << 31;
-  if (r * c >= limit || (r - 1) * x.strides()[0] + (c - 1) * x.strides()[1] >= limit)
-    args.fail("x ({}) has or spans 2^31 or more elements", x.describe());
+  if (r * c > kMaxIndexed || (r - 1) * x.strides()[0] + (c - 1) * x.strides()[1] > kMaxIndexed)
+    args.fail("x ({}) has or spans over {} elements, beyond the kernel's 32-bit indexing", x.describe(), kMaxIndexed);
   Stream& s = args.stream_for("x", x, stream);
   RowQuantized out{Tensor::empty(x.device(), DType::i8, {r, c}), Tensor::empty(x.device(), DType::f32, {r})};
   if (r == 0) return out;

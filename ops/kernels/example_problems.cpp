@@ -19,6 +19,15 @@ int32_t extent(const autotune::ProblemShape& shape, const char* dim) {
   return static_cast<int32_t>(v);
 }
 
+// The example kernels index a tensor in 32-bit integers, and their last block reaches past its
+// end (masked): a tensor leaves room for a block.
+void check_indexable(const char* tensor, int64_t rows, int64_t cols) {
+  constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max() - (int64_t{1} << 16);
+  if (rows * cols > kMaxElements)
+    fail("example problem: {} ({} x {}) has over {} elements, beyond the example kernels' 32-bit indexing", tensor,
+         rows, cols, kMaxElements);
+}
+
 // Per-element comparison of one output with its reference; accumulates into `result`.
 template <typename T>
 void compare_output(const Tensor& out, const std::vector<double>& reference, double atol, double rtol, bool keep,
@@ -39,6 +48,7 @@ class VectorAdd final : public ExampleProblem {
  public:
   VectorAdd(Device& device, const autotune::ProblemShape& shape, uint64_t seed) : ExampleProblem(device, seed) {
     n_ = extent(shape, "n");
+    check_indexable("x", 1, n_);
     Tensor x = random_f32({n_}, hx_), y = random_f32({n_}, hy_), out = output(DType::f32, {n_});
     args_ = {x, y, out, n_};
     description_ = fmt::format("n={}", n_);
@@ -62,6 +72,7 @@ class RowProblem : public ExampleProblem {
  public:
   RowProblem(Device& device, const autotune::ProblemShape& shape, uint64_t seed) : ExampleProblem(device, seed) {
     rows_ = extent(shape, "rows"), cols_ = extent(shape, "cols");
+    check_indexable("x", rows_, cols_);
     description_ = fmt::format("rows={} cols={}", rows_, cols_);
   }
   Dim3 grid(const dsl::Constants&) const override { return {static_cast<uint32_t>(rows_)}; }
@@ -148,6 +159,7 @@ class Gemm final : public ExampleProblem {
  public:
   Gemm(Device& device, const autotune::ProblemShape& shape, uint64_t seed) : ExampleProblem(device, seed) {
     m_ = extent(shape, "M"), n_ = extent(shape, "N"), k_ = extent(shape, "K");
+    check_indexable("a", m_, k_), check_indexable("b", k_, n_), check_indexable("c", m_, n_);
     Tensor a = random_f32({m_, k_}, ha_), b = random_f32({k_, n_}, hb_), c = output(DType::f32, {m_, n_});
     args_ = {a, b, c, m_, n_, k_, k_, n_, n_};
     description_ = fmt::format("M={} N={} K={}", m_, n_, k_);

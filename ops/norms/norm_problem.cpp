@@ -18,8 +18,8 @@ RowShape check_x(const OpArguments& args, const Tensor& x) {
   args.contiguous("x", x);
   const int64_t hidden = x.dim(-1);
   if (hidden < 1) args.fail("x's hidden size (its last dimension) must be at least 1, but x is {}", x.describe());
-  if (hidden > std::numeric_limits<int32_t>::max())
-    args.fail("x's hidden size {} is larger than {}", hidden, std::numeric_limits<int32_t>::max());
+  if (hidden > kMaxHidden)
+    args.fail("x's hidden size {} is larger than {}, beyond the kernels' 32-bit indexing", hidden, kMaxHidden);
   RowShape shape;
   shape.hidden = static_cast<int32_t>(hidden);
   shape.leading.assign(x.shape().begin(), x.shape().end() - 1);

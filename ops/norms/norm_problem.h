@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "ops/common/op_arguments.h"
@@ -30,6 +31,9 @@ RowShape check_norm_backward(const OpArguments& args, NormKind kind, const Tenso
 // Rows up to this long are held in registers; longer ones are walked in kLoopBlock columns.
 inline constexpr int64_t kMaxWholeRow = 8192;
 inline constexpr int64_t kLoopBlock = 4096;
+// The longest row: the kernels index a row in 32-bit integers, and a loop over it steps a
+// block past its end.
+inline constexpr int64_t kMaxHidden = std::numeric_limits<int32_t>::max() - kLoopBlock;
 
 // A kernel's tiles: (block_rows, block_hidden). With whole_row, block_hidden covers the row
 // and short rows share a tile; otherwise block_rows is 1 and the kernel loops over the row.

@@ -49,7 +49,7 @@ NormRun start_run(const std::string& op, NormKind kind, Device& device, const Ex
   const bool small = options.small || device.info().kind == DeviceKind::emu;
   auto dims = run_dimensions(op, {{"ROWS", small ? 64 : 16384}, {"HIDDEN", small ? 1000 : 4096}}, options);
   const int64_t rows = dimension(dims, "ROWS"), hidden = dimension(dims, "HIDDEN");
-  if (hidden > std::numeric_limits<int32_t>::max()) fail("run {}: HIDDEN {} is too large", op, hidden);
+  if (hidden > kMaxHidden) fail("run {}: HIDDEN {} is larger than {}", op, hidden, kMaxHidden);
   std::mt19937_64 rng(options.seed ? options.seed : std::random_device{}());
   NormRun run{kind,
               RowShape{rows, static_cast<int32_t>(hidden), {rows}},

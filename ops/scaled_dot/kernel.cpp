@@ -42,6 +42,12 @@ Compute scaled_compute(DType lhs, DType rhs) {
   return {DType::f32, Precision::tf32x3, 8, 32};
 }
 
+// Whether an operand's scale may multiply a sum of raw products instead of its values. The
+// products of fp8 and f16 values stay well inside f32's normal range (2^-48 to 2^32), so
+// either order gives the same sum; a bf16 or f32 value may need its scale to come into range
+// at all (2^-80 scaled by 2^80), so its scale goes on its tile.
+bool scale_after_products(DType d, int64_t block) { return block == 0 || is_fp8(d) || d == DType::f16; }
+
 int64_t pow2_ceil(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -117,15 +123,22 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                                                              return f32_dot(a_at(k), b_at(k), sum, spec.precision);
                                                            })
                                                : dot(a_at(kg), b_at(kg), zero, spec.precision);  // (BLOCK_M, BLOCK_N)
-            if (spec.lhs_scale) {
-              Tile s = load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"], rows < M);
-              partial = partial * expand_dims(cast(s, f32), 1);  // (BLOCK_M, 1)
-            }
+            // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
+            // tiny rhs one would pass f32's range on the way to a result inside it.
+            std::optional<Tile> factor;
+            if (spec.lhs_scale)
+              factor = expand_dims(cast(load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"],
+                                             rows < M),
+                                        f32),
+                                   1);  // (BLOCK_M, 1)
             if (spec.rhs_scale) {
-              Tile s = load(rs_base + kg / arg["rhs_block"] * arg["rs_sk"] + cols * arg["rs_sn"], cols < N);
-              partial = partial * expand_dims(cast(s, f32), 0);  // (1, BLOCK_N)
+              Tile s = expand_dims(cast(load(rs_base + kg / arg["rhs_block"] * arg["rs_sk"] + cols * arg["rs_sn"],
+                                             cols < N),
+                                        f32),
+                                   0);  // (1, BLOCK_N)
+              factor = factor ? *factor * s : s;
             }
-            return acc + partial;
+            return acc + (factor ? partial * *factor : partial);
           });
         } else {
           acc = for_range(0, K, bk, zero, [&](Tile k, Tile acc) {
@@ -189,7 +202,8 @@ ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t r
     return use(stored, ScaleMode::none, std::clamp(pow2_ceil(k), stored.mma_k, stored.max_block_k));
   plan.group = std::gcd(lhs_block, rhs_block);  // gcd(b, 0) == b
   int64_t block_k = plan.group & -plan.group;   // the largest power of two dividing it
-  if (block_k >= stored.mma_k) return use(stored, ScaleMode::partial_products, std::min(block_k, stored.max_block_k));
+  if (block_k >= stored.mma_k && scale_after_products(lhs, lhs_block) && scale_after_products(rhs, rhs_block))
+    return use(stored, ScaleMode::partial_products, std::min(block_k, stored.max_block_k));
   plan.group = 0;
   Compute scaled = scaled_compute(lhs, rhs);
   return use(scaled, ScaleMode::operand_tiles, scaled.max_block_k);

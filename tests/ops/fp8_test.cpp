@@ -296,8 +296,8 @@ TEST(Fp8, ErrorsNameWhatIsWrong) {
   };
   EXPECT_THAT(state_error(127, 8), HasSubstr("Fp8ScalingState: margin 127 is out of range (-126 to 126"));
   EXPECT_THAT(state_error(-127, 8), HasSubstr("Fp8ScalingState: margin -127 is out of range"));
-  EXPECT_THAT(state_error(0, 0), HasSubstr("Fp8ScalingState: amax_history_len 0 is out of range (1 to 2147483647)"));
-  EXPECT_THAT(state_error(0, int64_t{1} << 31), HasSubstr("amax_history_len 2147483648 is out of range"));
+  EXPECT_THAT(state_error(0, 0), HasSubstr("Fp8ScalingState: amax_history_len 0 is out of range (1 to 1073741824)"));
+  EXPECT_THAT(state_error(0, (int64_t{1} << 30) + 1), HasSubstr("amax_history_len 1073741825 is out of range"));
   EXPECT_THAT(error_of([] { fp8_max(DType::bf16); }), HasSubstr("fp8_max: bf16 is not an fp8 dtype"));
 }
 

@@ -267,6 +267,13 @@ TEST(Gemm, RowsOfOddMultiplesOfEightElementsAreCopiedSixteenBytesAtATime) {
 TEST(Gemm, ZeroSizedDimensions) {
   Tensor a = Tensor::empty(emu(), DType::bf16, {0, 8}), b = Tensor::empty(emu(), DType::bf16, {8, 4});
   EXPECT_EQ(tilejit::ops::gemm(a, b).shape(), (std::vector<int64_t>{0, 4}));
+  // No batches: a batch of 1 (or none) against 0 broadcasts to 0, as numpy does.
+  auto bf16 = [](std::vector<int64_t> shape) { return Tensor::empty(emu(), DType::bf16, shape); };
+  EXPECT_EQ(tilejit::ops::gemm(bf16({0, 4, 8}), b).shape(), (std::vector<int64_t>{0, 4, 4}));
+  EXPECT_EQ(tilejit::ops::gemm(bf16({0, 4, 8}), bf16({1, 8, 4})).shape(), (std::vector<int64_t>{0, 4, 4}));
+  tilejit::ops::gemm(bf16({1, 4, 8}), bf16({0, 8, 4}), bf16({0, 4, 4}));
+  EXPECT_EQ(tilejit::ops::matmul(bf16({2, 0, 4, 8}), bf16({1, 8, 4})).shape(), (std::vector<int64_t>{2, 0, 4, 4}));
+  EXPECT_EQ(tilejit::ops::matmul(bf16({0, 1, 4, 8}), bf16({3, 8, 4})).shape(), (std::vector<int64_t>{0, 3, 4, 4}));
   // K = 0: the product is zero and the epilogue still applies.
   Tensor a0 = Tensor::empty(emu(), DType::f32, {3, 0}), b0 = Tensor::empty(emu(), DType::f32, {0, 2});
   Host bias(DType::f32, 2);
@@ -361,6 +368,13 @@ TEST(Gemm, Errors) {
   GemmOptions residual;
   residual.residual = t(DType::f32, {2, 8, 4});
   expect_gemm_error(a, b, residual, {"residual", "[8, 4]", "f32[2, 8, 4]"});
+  // K past 32-bit indexing, on operands of stride 0 along K that span one element each.
+  DLManagedTensor* long_a = t(DType::bf16, {1, 1}).to_dlpack();
+  long_a->dl_tensor.shape[1] = int64_t(1) << 31, long_a->dl_tensor.strides[1] = 0;
+  DLManagedTensor* long_b = t(DType::bf16, {1, 1}).to_dlpack();
+  long_b->dl_tensor.shape[0] = int64_t(1) << 31, long_b->dl_tensor.strides[0] = 0;
+  expect_gemm_error(Tensor::from_dlpack(long_a), Tensor::from_dlpack(long_b), o,
+                    {"K = 2147483648 is over 2147482623, beyond the kernel's 32-bit indexing"});
 }
 
 }  // namespace

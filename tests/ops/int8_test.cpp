@@ -169,13 +169,18 @@ TEST(Int8, Errors) {
                {"q_matmul_int8", "out must have shape [4, 3]", "f32[4, 4]"});
 
   // A broadcast x (DLPack allows a stride of 0) of 2^31 elements over one row: its quantized
-  // copy is indexed in 32 bits.
+  // copy is indexed in 32 bits, and quant_int8's blocks of 1024 would pass 2^31 from 2^31 - 1023.
   DLManagedTensor* row = t(DType::f32, {4096}).to_dlpack();
   static int64_t shape[2] = {int64_t{1} << 19, 4096}, strides[2] = {0, 1};
   row->dl_tensor.ndim = 2, row->dl_tensor.shape = shape, row->dl_tensor.strides = strides;
   Tensor broadcast = Tensor::from_dlpack(row);
   expect_error([&] { tilejit::ops::quantize_rows_int8(broadcast); },
-               {"quantize_rows_int8", "has or spans 2^31 or more elements", "f32[524288, 4096]"});
+               {"quantize_rows_int8", "has or spans over 2147482624 elements", "f32[524288, 4096]"});
+  DLManagedTensor* flat = t(DType::f32, {1}).to_dlpack();
+  static int64_t flat_shape[1] = {(int64_t{1} << 31) - 1023}, flat_strides[1] = {0};
+  flat->dl_tensor.shape = flat_shape, flat->dl_tensor.strides = flat_strides;
+  expect_error([&] { tilejit::ops::quant_int8(Tensor::from_dlpack(flat)); },
+               {"quant_int8", "has over 2147482624 elements, beyond the kernel's 32-bit indexing"});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // walked in blocks), every dtype and gamma dtype, zero-centered gamma, eps, the mean / rsigma
 // outputs, the fused fp8 copy of y with its amax and scale update, the analytic gradient, and
 // a deterministic dgamma; then every error case.
+#include <dlpack/dlpack.h>
 #include <gmock/gmock.h>
 
 #include "tests/ops/norms_test_util.h"
@@ -137,6 +138,10 @@ TEST(Norms, ErrorsNameWhatIsWrong) {
               HasSubstr("rms_norm: x must have rank 1 or more (the last dimension is normalized), but is f32[]"));
   EXPECT_THAT(rms(f32({4, 0}), f32({0})),
               HasSubstr("rms_norm: x's hidden size (its last dimension) must be at least 1, but x is f32[4, 0]"));
+  DLManagedTensor* too_wide = f32({1, 6}).to_dlpack();  // rows past 32-bit indexing, never read
+  too_wide->dl_tensor.shape[1] = too_wide->dl_tensor.strides[0] = 2147479552;
+  EXPECT_THAT(rms(Tensor::from_dlpack(too_wide), g),
+              HasSubstr("rms_norm: x's hidden size 2147479552 is larger than 2147479551, beyond the kernels' 32-bit"));
   EXPECT_THAT(rms(every_other_row(f32({8, 6})), g),
               HasSubstr("rms_norm: x must be contiguous (row-major), but f32[4, 6]"));
   EXPECT_THAT(rms(typed(DType::bf16, {4, 6}), typed(DType::f16, {6})),

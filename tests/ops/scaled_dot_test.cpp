@@ -5,6 +5,8 @@
 // are not multiples of the tiles, other architectures, and an mx_quantize round trip. The kernel
 // plan (how the scales are applied) is checked on its own. Argument errors are in
 // scaled_dot_errors_test.cpp, bigger sweeps in scaled_dot_sweep_test.cpp (label slow).
+#include <tuple>
+
 #include "ops/scaled_dot/grouped_view.h"
 #include "ops/scaled_dot/kernel.h"
 #include "tests/ops/scaled_dot_test_util.h"
@@ -227,6 +229,30 @@ TEST(ScaledDot, EmptyResultsAndEmptySums) {
   expect_scaled_dot("K = 0 without scales: zeros", c);
 }
 
+// Scales far from 1 that cancel: a huge lhs scale against a tiny rhs one (fp8 data, where the
+// scales multiply the sums), and bf16 values that only their scales bring into f32's range.
+// The result is inside f32's range, as the definition computes it.
+TEST(ScaledDot, ScalesThatCancelStayInRange) {
+  auto filled = [](DType d, const Shape& shape, LD value) {
+    HostTensor t{Host(d, static_cast<size_t>(numel(shape))), shape};
+    for (size_t i = 0; i < t.values.size(); ++i) t.values.set(i, value);
+    return t;
+  };
+  const int64_t m = 4, n = 3, k = 64;
+  for (auto [data, lhs_value, lhs_scale, rhs_value, rhs_scale] :
+       {std::tuple{e4m3, 1.0L, std::ldexp(1.0L, 127), 1.0L, std::ldexp(1.0L, -100)},
+        std::tuple{bf16, std::ldexp(1.0L, -80), std::ldexp(1.0L, 80), std::ldexp(1.0L, -80), std::ldexp(1.0L, 80)},
+        std::tuple{bf16, std::ldexp(1.0L, 70), std::ldexp(1.0L, -70), std::ldexp(1.0L, 70), std::ldexp(1.0L, -70)}}) {
+    ScaledDotCall c;
+    c.lhs = filled(data, {m, k}, lhs_value);
+    c.rhs = filled(data, {k, n}, rhs_value);
+    c.lhs_scale = filled(e8m0, {m, k / 32}, lhs_scale);
+    c.rhs_scale = filled(e8m0, {k / 32, n}, rhs_scale);
+    c.options.preferred_element_type = f32;
+    expect_scaled_dot(std::string(dtype_name(data)) + " data", c);
+  }
+}
+
 TEST(ScaledDot, OtherArchitectures) {
   TJ_SEEDED_RNG(rng);
   for (const char* arch : {"emu:sm_80", "emu:sm_89"}) {
@@ -275,10 +301,15 @@ TEST(ScaledDotPlan, HowTheScalesAreApplied) {
   p = plan(e4m3, e4m3, 16, 16);  // below fp8's K of 32: scaled in registers
   EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   EXPECT_EQ(p.compute, bf16);
-  p = plan(bf16, e4m3, 16, 0);
+  p = plan(e4m3, bf16, 16, 0);
   EXPECT_EQ(p.mode, ScaleMode::partial_products);
   EXPECT_EQ(p.compute, bf16);
   EXPECT_EQ(p.group, 16);
+  p = plan(bf16, e4m3, 16, 0);  // a scaled bf16 operand: its products may leave f32's range
+  EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
+  EXPECT_EQ(p.compute, bf16);
+  p = plan(f16, e4m3, 32, 32);
+  EXPECT_EQ(p.mode, ScaleMode::partial_products);
   for (int64_t block : {2, 3, 6, 24}) {
     p = plan(e4m3, bf16, block, 32);
     EXPECT_EQ(p.mode, ScaleMode::operand_tiles) << block;
@@ -288,9 +319,12 @@ TEST(ScaledDotPlan, HowTheScalesAreApplied) {
   EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   EXPECT_EQ(p.compute, f32);
   EXPECT_EQ(p.precision, tilejit::dsl::Precision::tf32x3);
-  p = plan(f16, bf16, 32, 32);  // tf32 holds both exactly
+  p = plan(f16, bf16, 32, 0);  // tf32 holds both exactly
+  EXPECT_EQ(p.mode, ScaleMode::partial_products);
   EXPECT_EQ(p.compute, f32);
   EXPECT_EQ(p.precision, tilejit::dsl::Precision::tf32);
+  p = plan(f16, bf16, 32, 32);  // the bf16 operand's scale goes on its tile
+  EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   p = plan(f32, e4m3, 0, 0);
   EXPECT_EQ(p.mode, ScaleMode::none);
   EXPECT_EQ(p.precision, tilejit::dsl::Precision::tf32x3);

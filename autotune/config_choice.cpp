@@ -1,5 +1,7 @@
 #include "autotune/config_choice.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -10,9 +12,7 @@
 namespace tilejit::autotune {
 
 bool fits(const TunableKernel& op, const Config& config, const ProblemShape& shape) {
-  std::vector<std::string> names;
-  for (auto& [name, value] : config.values) names.push_back(name);
-  return names == op.space.constants() && !op.space.violated(config, shape);
+  return config.names() == op.space.constants() && !op.space.violated(config, shape);
 }
 
 const char* config_source_name(ConfigSource source) {
@@ -29,15 +29,34 @@ bool autotune_on_first_use() {
   return value && *value && std::strcmp(value, "0") != 0;
 }
 
+std::optional<BestConfig> result_serving(const TunableKernel& op, const ProblemShape& shape,
+                                         const std::vector<BestConfig>& results) {
+  auto distance = [&](const ProblemShape& tuned) {
+    double sum = 0;
+    for (auto& [name, extent] : shape.values)
+      sum += std::abs(std::log2(double(std::max<int64_t>(extent, 1))) -
+                      std::log2(double(std::max<int64_t>(tuned[name], 1))));
+    return sum;
+  };
+  std::optional<BestConfig> nearest;
+  double nearest_distance = 0;
+  for (const BestConfig& result : results) {  // oldest first: a tie goes to the newer
+    if (result.tuned_shape.names() != shape.names() || !fits(op, result.config, shape)) continue;
+    double d = distance(result.tuned_shape);
+    if (!nearest || d <= nearest_distance) {
+      nearest = result;
+      nearest_distance = d;
+    }
+  }
+  return nearest;
+}
+
 ConfigChoice choose_config(const TunableKernel& op, const ProblemShape& requested_shape, Device& device,
-                           TuningDatabase& db, const TuneOptions& options) {
+                           TuningDatabase& db, const TuneOptions& options, bool may_tune) {
   ProblemShape shape = op.checked_shape(requested_shape);
   TuningKey key = TuningKey::of(op, shape, device.info());
-  if (auto best = db.best(key)) {
-    if (fits(op, best->config, shape)) return {best->config, ConfigSource::database};
-    log::debug("autotune {}: the stored config {} does not fit [{}]", op.name, best->config.str(), shape.str());
-  }
-  if (autotune_on_first_use()) {
+  if (auto stored = result_serving(op, shape, db.results(key))) return {stored->config, ConfigSource::database};
+  if (may_tune) {
     auto runner = make_candidate_runner(op, shape, device, TimingOptions::for_device(device.info()), std::random_device{}());
     TuneResult result = tune(op, shape, *runner, db, options);
     if (result.best && fits(op, result.best->config, shape)) return {result.best->config, ConfigSource::tuned_now};

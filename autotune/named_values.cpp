@@ -9,9 +9,13 @@ namespace tilejit::autotune {
 int64_t NamedValues::operator[](std::string_view name) const {
   for (auto& [key, value] : values)
     if (key == name) return value;
-  std::vector<std::string> names;
-  for (auto& [key, value] : values) names.push_back(key);
-  fail("no value named '{}' in '{}' (names: {})", name, str(), fmt::join(names, ", "));
+  fail("no value named '{}' in '{}' (names: {})", name, str(), fmt::join(names(), ", "));
+}
+
+std::vector<std::string> NamedValues::names() const {
+  std::vector<std::string> out;
+  for (auto& [key, value] : values) out.push_back(key);
+  return out;
 }
 
 bool NamedValues::has(std::string_view name) const {
@@ -45,10 +49,13 @@ std::pair<std::string, int64_t> parse_named_value(std::string_view text, std::st
   size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) fail("{}: expected NAME=VALUE, got '{}'", what, text);
   std::string name(text.substr(0, eq)), value(text.substr(eq + 1));
+  // Decimal unless it starts 0x: a leading zero is not octal (a shape file's "0100" is 100).
+  size_t sign = value.starts_with('-') || value.starts_with('+') ? 1 : 0;
+  bool hex = value.compare(sign, 2, "0x") == 0 || value.compare(sign, 2, "0X") == 0;
   size_t used = 0;
   int64_t v = 0;
   try {
-    v = std::stoll(value, &used, 0);
+    v = std::stoll(value, &used, hex ? 16 : 10);
   } catch (const std::exception&) {
     used = 0;
   }

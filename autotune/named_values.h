@@ -17,6 +17,7 @@ struct NamedValues {
   // The value called `name`; throws tilejit::Error naming the ones there are.
   int64_t operator[](std::string_view name) const;
   bool has(std::string_view name) const;
+  std::vector<std::string> names() const;  // in order
   // "M=4096 N=4096 K=1024"
   std::string str() const;
   // The inverse of str(): NAME=VALUE pairs separated by spaces or commas. Throws

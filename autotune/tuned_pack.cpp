@@ -8,7 +8,7 @@ TunedEntries tuned_pack_entries(const TuningDatabase& db, const std::string& arc
   TunedEntries out;
   std::set<std::string> missing;
   db.for_each_best([&](const std::string& key, const BestConfig& best) {
-    if (!best.arch.empty() && best.arch != arch) {
+    if (best.arch != arch) {
       ++out.other_arch_results;
       return;
     }

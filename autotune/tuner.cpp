@@ -3,19 +3,21 @@
 #include <algorithm>
 #include <optional>
 
+#include "autotune/config_choice.h"
 #include "autotune/parallel.h"
 #include "autotune/resource_limits.h"
 #include "dsl/error.h"
 #include "dsl/log.h"
+#include "runtime/device_lost.h"
 
 namespace tilejit::autotune {
 namespace {
 
-// The configs to time for `shape`: those that meet every constraint, the op's heuristic config
-// first (what an untuned call runs, timed whatever the cost model says of it, so a tuned result
-// is never slower than the default), then the rest, cheapest estimate first (ties keep the
-// space's order). A heuristic config the constraints rule out is not timed: a stored best
-// always meets them.
+// The configs to time for `shape`: the op's heuristic config first (what an untuned call runs,
+// timed whatever the cost model says of it and whether or not the space lists it, so a tuned
+// result is never slower than the default), then the configs of the space that meet every
+// constraint, cheapest estimate first (ties keep the space's order). A heuristic config the
+// constraints rule out is not timed: a stored best always meets them.
 std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device,
                                       TuneResult& result) {
   struct Ranked {
@@ -24,7 +26,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
   };
   std::optional<Config> heuristic;
   if (op.heuristic) heuristic = op.heuristic(shape, device);
-  bool heuristic_allowed = false;
+  const bool heuristic_allowed = heuristic && fits(op, *heuristic, shape);
   std::vector<Ranked> ranked;
   for (Config& config : op.space.configs()) {
     ++result.configs;
@@ -33,10 +35,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
       log::debug("autotune {} [{}]: {} pruned: needs {}", op.name, shape.str(), config.str(), *broken);
       continue;
     }
-    if (config == heuristic) {
-      heuristic_allowed = true;
-      continue;
-    }
+    if (config == heuristic) continue;
     double estimate = op.work ? estimate_ms(op.work(config, shape), device) : 0;
     ranked.push_back({std::move(config), estimate});
   }
@@ -60,6 +59,8 @@ TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const B
     Measurement m = runner.measure(config);
     if (!m.correct) return {TrialStatus::wrong, 0, m.mismatch, {}};
     return {TrialStatus::ok, m.ms, "", build.report->cache_entries};
+  } catch (const DeviceLost&) {
+    throw;  // not this config's outcome alone: every later one would fail too
   } catch (const Error& e) {
     return {TrialStatus::launch_failed, 0, e.what(), {}};
   }
@@ -78,7 +79,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   TuneResult result;
   result.key = TuningKey::of(op, shape, runner.device());
   std::vector<Config> ranked = ranked_candidates(op, shape, runner.device(), result);
-  TuneProgress progress{0, static_cast<int>(std::min<size_t>(size_t(options.top_k), ranked.size())), {}, 0};
+  TuneProgress progress{0, 0, static_cast<int>(std::min<size_t>(size_t(options.top_k), ranked.size())), {}, 0};
   std::vector<std::string> best_entries;  // the kernel cache entries the best config runs
 
   for (size_t next = 0; progress.done < options.top_k && next < ranked.size() && !result.interrupted;) {
@@ -106,7 +107,15 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
         candidate.trial = *recorded[i];
         ++result.reused;
       } else {
-        candidate.trial = run_candidate(runner, config, builds[i]);
+        try {
+          candidate.trial = run_candidate(runner, config, builds[i]);
+        } catch (const DeviceLost& e) {
+          // The faulting config is recorded, so that a run in a new process resumes past it.
+          db.record_trial(result.key, shape, config, {TrialStatus::launch_failed, 0, e.what(), {}});
+          fail("autotune {} [{}]: {} left the device unusable: {}. Its trial is recorded as failed; run the tuning "
+               "again in a new process to go on from there",
+               op.name, shape.str(), config.str(), e.what());
+        }
         db.record_trial(result.key, shape, config, candidate.trial);
         if (candidate.trial.status == TrialStatus::ok) ++result.timed;
       }
@@ -114,7 +123,10 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
       log::info("autotune {} [{}] {}: {} {}", op.name, shape.str(), config.str(), trial_status_name(trial.status),
                 trial.status == TrialStatus::ok ? fmt::format("{:.4f} ms", trial.ms) : trial.detail);
       if (trial.status != TrialStatus::ok) ++result.rejected;
-      if (takes_a_top_k_place(trial.status)) ++progress.done;
+      if (takes_a_top_k_place(trial.status)) {
+        ++progress.done;
+        if (candidate.reused) ++progress.reused;
+      }
       if (trial.status == TrialStatus::ok && (!progress.best || trial.ms < progress.best_ms)) {
         progress.best = config;
         progress.best_ms = trial.ms;
@@ -127,9 +139,10 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   }
 
   if (!result.interrupted && progress.best)
-    result.best = db.offer_best(result.key, {*progress.best, progress.best_ms, shape, 0, best_entries});
+    result.best =
+        db.offer_best(result.key, {*progress.best, progress.best_ms, shape, 0, best_entries, "", options.top_k});
   else
-    result.best = db.best(result.key);
+    result.best = db.best(result.key, shape);
   return result;
 }
 

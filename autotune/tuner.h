@@ -8,7 +8,9 @@
 //      kernel exceeds the device's limits (shared memory, registers, threads) or does not
 //      compile is recorded and replaced by the next in rank, so up to `top_k` are timed.
 //   4. Each timed candidate's output is checked against the reference first: a wrong kernel
-//      is recorded and never chosen, however fast. A failing launch is recorded and skipped.
+//      is recorded and never chosen, however fast. A failing launch is recorded and skipped;
+//      one that leaves the device unusable (DeviceLost) is recorded and ends the run with an
+//      error, since every later candidate would fail for it.
 //   5. Every outcome is recorded in the tuning database as it happens, so an interrupted run
 //      resumes where it stopped (recorded trials are reused, not run again), and the fastest
 //      correct config is offered as the shape's best (a faster stored result is kept).
@@ -25,8 +27,9 @@
 namespace tilejit::autotune {
 
 struct TuneProgress {
-  int done = 0;   // candidates timed (or whose recorded timing was reused)
-  int total = 0;  // candidates to time: top_k, or fewer when fewer configs are left
+  int done = 0;    // candidates timed (or whose recorded outcome was reused)
+  int reused = 0;  // of those done, outcomes an earlier or concurrent run recorded
+  int total = 0;   // candidates to time: top_k, or fewer when fewer configs are left
   std::optional<Config> best;
   double best_ms = 0;
 };
@@ -46,7 +49,7 @@ struct CandidateResult {
 
 struct TuneResult {
   TuningKey key;
-  std::optional<BestConfig> best;  // what the database holds for the key after this run
+  std::optional<BestConfig> best;  // what the database holds for the shape after this run
   std::vector<CandidateResult> candidates;  // every candidate built or timed, in rank order
   int configs = 0;                // in the space
   int pruned = 0;                 // by constraints, before any compile

@@ -1,5 +1,6 @@
 #include "autotune/tuning_db.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -27,7 +28,7 @@ NamedValues named_from_json(const json& j) {
   return out;
 }
 
-std::string best_entry_key(const TuningKey& key) { return cache_key({"autotune best", key.str()}); }
+std::string best_entry_key(const TuningKey& key) { return cache_key({"autotune results", key.str()}); }
 
 std::string trial_entry_key(const TuningKey& key, const ProblemShape& shape, const Config& config) {
   return cache_key({"autotune trial", key.str(), shape.str(), config.str()});
@@ -44,26 +45,65 @@ std::string best_label(const TuningKey& key) {
 }
 bool is_best_label(std::string_view label) { return label.starts_with("autotune ") && label.ends_with("] best"); }
 
-std::string encode_best(const BestConfig& best) {
+json best_to_json(const BestConfig& best) {
   return json{{"config", named_to_json(best.config)},
               {"ms", best.ms},
               {"tuned_shape", named_to_json(best.tuned_shape)},
               {"tuned_unix", best.tuned_unix},
               {"kernel_entries", best.kernel_entries},
-              {"arch", best.arch}}
-      .dump();
+              {"arch", best.arch},
+              {"top_k", best.top_k}};
 }
 
-// A stored value this version cannot read is reported and treated as absent.
-std::optional<BestConfig> decode_best(std::string_view text) {
+std::string encode_results(const std::vector<BestConfig>& results) {
+  json list = json::array();
+  for (const BestConfig& best : results) list.push_back(best_to_json(best));
+  return json{{"results", list}}.dump();
+}
+
+// A stored value this version cannot read is reported and treated as holding no result.
+std::vector<BestConfig> decode_results(std::string_view text) {
   try {
-    json j = json::parse(text);
-    return BestConfig{named_from_json(j.at("config")), j.at("ms").get<double>(), named_from_json(j.at("tuned_shape")),
-                      j.at("tuned_unix").get<int64_t>(), kernel_entries_from_json(j), j.value("arch", "")};
+    const json stored = json::parse(text);
+    std::vector<BestConfig> out;
+    for (const json& j : stored.at("results"))
+      out.push_back({named_from_json(j.at("config")), j.at("ms").get<double>(), named_from_json(j.at("tuned_shape")),
+                     j.at("tuned_unix").get<int64_t>(), kernel_entries_from_json(j), j.at("arch").get<std::string>(),
+                     j.at("top_k").get<int>()});
+    return out;
   } catch (const json::exception& e) {
     log::warn("tuning database: a best-config entry cannot be read ({}); ignored", e.what());
-    return std::nullopt;
+    return {};
   }
+}
+
+// Where `candidate` goes among a bucket's results: in place of the same shape's result unless
+// that one is faster (the same config built again fills in kernel entries an older record
+// lacks), else added, the oldest result making way when the bucket is full. Returns whether
+// `results` changed, and leaves what is stored for the shape in `candidate`.
+bool merge_result(std::vector<BestConfig>& results, BestConfig& candidate) {
+  auto same_shape = std::find_if(results.begin(), results.end(),
+                                 [&](const BestConfig& r) { return r.tuned_shape == candidate.tuned_shape; });
+  if (same_shape == results.end()) {
+    if (results.size() >= TuningDatabase::kShapesPerBucket) results.erase(results.begin());
+    results.push_back(candidate);
+    return true;
+  }
+  BestConfig& existing = *same_shape;
+  const int top_k = std::max(existing.top_k, candidate.top_k);
+  if (candidate.ms < existing.ms) {
+    existing = candidate;
+    existing.top_k = top_k;
+    candidate = existing;
+    return true;
+  }
+  const bool adds_entries = existing.config == candidate.config && existing.kernel_entries.empty() &&
+                            !candidate.kernel_entries.empty();
+  if (adds_entries) existing.kernel_entries = candidate.kernel_entries;
+  const bool changed = adds_entries || existing.top_k != top_k;
+  existing.top_k = top_k;
+  candidate = existing;
+  return changed;
 }
 
 std::optional<TrialRecord> decode_trial(std::string_view text) {
@@ -118,10 +158,16 @@ TuningDatabase& TuningDatabase::global() {
   return db;
 }
 
-std::optional<BestConfig> TuningDatabase::best(const TuningKey& key) const {
+std::vector<BestConfig> TuningDatabase::results(const TuningKey& key) const {
   auto value = cache_.get(best_entry_key(key));
-  if (!value) return std::nullopt;
-  return decode_best(**value);
+  if (!value) return {};
+  return decode_results(**value);
+}
+
+std::optional<BestConfig> TuningDatabase::best(const TuningKey& key, const ProblemShape& shape) const {
+  for (BestConfig& result : results(key))
+    if (result.tuned_shape == shape) return std::move(result);
+  return std::nullopt;
 }
 
 BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& candidate) {
@@ -129,21 +175,9 @@ BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& ca
   if (stored.tuned_unix == 0) stored.tuned_unix = now_unix();
   stored.arch = key.device.arch;
   cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
-    // Times of two shapes of a bucket do not compare (a smaller shape runs faster whatever
-    // its config): a result for another shape replaces the stored one. A shape of a bucket is
-    // tuned only where the stored config does not serve it (choose_config, `tilejit tune`).
-    if (current)
-      if (auto existing = decode_best(*current);
-          existing && existing->tuned_shape == stored.tuned_shape && existing->ms <= stored.ms) {
-        // The same config built again names the kernel entries a record from before they were
-        // kept lacks.
-        const bool adds_entries = existing->config == stored.config && existing->kernel_entries.empty() &&
-                                  !stored.kernel_entries.empty();
-        if (adds_entries) existing->kernel_entries = stored.kernel_entries;
-        stored = *existing;
-        return adds_entries ? std::optional<std::string>(encode_best(stored)) : std::nullopt;
-      }
-    return encode_best(stored);
+    std::vector<BestConfig> results = current ? decode_results(*current) : std::vector<BestConfig>{};
+    if (!merge_result(results, stored)) return std::nullopt;
+    return encode_results(results);
   });
   return stored;
 }
@@ -170,7 +204,7 @@ void TuningDatabase::for_each_best(
     const std::function<void(const std::string& key, const BestConfig& best)>& visit) const {
   cache_.for_each_entry([&](const CacheEntryInfo& info, const std::string& value) {
     if (!is_best_label(info.label)) return;
-    if (auto best = decode_best(value)) visit(info.key, *best);
+    for (const BestConfig& best : decode_results(value)) visit(info.key, best);
   });
 }
 

@@ -9,8 +9,10 @@
 // KernelCache::update (a lock file under flock(2)); listing by op is by label.
 //
 // Two kinds of entries:
-//   best   one per tuning key: the chosen config and its time. Replaced only by a faster one,
-//          under the update lock, so two tuners at once keep the better result.
+//   best   one per tuning key: for each shape of the bucket that was tuned, the chosen config
+//          and its time (a bucket holds shapes a constraint may tell apart, so one config
+//          cannot serve them all). A shape's result is replaced only by a faster one for that
+//          shape, under the update lock, so two tuners at once keep the better result.
 //   trial  one per (tuning key, exact shape, config): a measurement or why the config did not
 //          run. An interrupted tuning run resumes from these, and two tuners on one shape
 //          share them.
@@ -77,9 +79,11 @@ struct BestConfig {
   // on: what a pack of tuned kernels only must hold (tuned_pack_entries). Empty where kernels
   // are not cached (the emulator).
   std::vector<std::string> kernel_entries;
-  // The architecture of the device it was tuned on (the key's, set when stored); empty in
-  // results stored before it was recorded.
+  // The architecture of the device it was tuned on (the key's, set when stored).
   std::string arch = {};
+  // The deepest search behind it: the most configs a tuning of this shape was asked to time
+  // (TuneOptions::top_k). A later run asking for more searches again.
+  int top_k = 0;
 };
 
 class TuningDatabase {
@@ -88,17 +92,22 @@ class TuningDatabase {
   // The database in the process-wide kernel cache (TILEJIT_CACHE_DIR, TILEJIT_PREBUILT).
   static TuningDatabase& global();
 
-  std::optional<BestConfig> best(const TuningKey& key) const;
-  // Stores `candidate` as the best for `key` unless a faster result for the same shape is
-  // stored already; returns what is stored afterwards.
+  // Every shape's result stored for the key's bucket, oldest first.
+  std::vector<BestConfig> results(const TuningKey& key) const;
+  // The result tuned on exactly `shape`.
+  std::optional<BestConfig> best(const TuningKey& key, const ProblemShape& shape) const;
+  // Stores `candidate` as the best for its tuned shape unless a faster result for that shape
+  // is stored already; returns what is stored for the shape afterwards. A bucket keeps the
+  // results of kShapesPerBucket shapes at most: the oldest make way.
   BestConfig offer_best(const TuningKey& key, const BestConfig& candidate);
+  static constexpr size_t kShapesPerBucket = 16;
 
   std::optional<TrialRecord> trial(const TuningKey& key, const ProblemShape& shape, const Config& config) const;
   void record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config, const TrialRecord& record);
 
   KernelCache& cache() const { return cache_; }
 
-  // Every best config in this cache's own entries (not its packs'), with its entry key.
+  // Every shape's best config in this cache's own entries (not its packs'), with its entry key.
   void for_each_best(const std::function<void(const std::string& key, const BestConfig& best)>& visit) const;
 
  private:

@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 
+#include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
 #include "autotune/tuner.h"
 #include "codegen/target.h"
@@ -140,6 +141,7 @@ BENCHMARK_CAPTURE(BM_TopKAgainstExhaustive, attention_bf16_h128_cuda_32x4096, st
 struct GemmPack {
   std::string path;
   TuningKey key;
+  ProblemShape shape;
 };
 
 GemmPack make_gemm_pack(const std::filesystem::path& dir, int filler) {
@@ -149,7 +151,7 @@ GemmPack make_gemm_pack(const std::filesystem::path& dir, int filler) {
   h100.name = "NVIDIA H100 80GB HBM3";
   h100.arch = "sm_90a";
   h100.sm_count = 132;
-  GemmPack pack{(dir / "gemm.tjpack").string(), TuningKey::of(gemm, shape, h100)};
+  GemmPack pack{(dir / "gemm.tjpack").string(), TuningKey::of(gemm, shape, h100), shape};
   KernelCache made(CacheOptions{(dir / "made").string(), true});
   Config best = gemm.heuristic_config(shape, h100);
   dsl::Kernel kernel = gemm.kernel();
@@ -180,7 +182,7 @@ void BM_ColdStartFromPack(benchmark::State& state) {
   for (auto _ : state) {
     KernelCache empty(CacheOptions{state.range(1) ? (dir / "local").string() : "", true});
     empty.attach_pack(CachePack::open(pack.path, PackRequirements::for_arch("sm_90a")));
-    auto best = TuningDatabase(empty).best(pack.key);
+    auto best = result_serving(gemm, pack.shape, TuningDatabase(empty).results(pack.key));
     if (!best) state.SkipWithError("the tuned config is not in the pack");
     dsl::Constants constants = kernel.constants(best->config.values);
     KernelRequest request{&kernel, &constants, kernel.aligned_facts()};

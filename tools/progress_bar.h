@@ -11,8 +11,9 @@ namespace tilejit::tools {
 
 class ProgressBar {
  public:
-  ProgressBar(std::FILE* out, int total);
-  void update(int done, const std::string& note);
+  explicit ProgressBar(std::FILE* out);
+  // `total` may change as the work learns what it holds.
+  void update(int done, int total, const std::string& note);
   void finish();  // ends the line on a terminal
 
   // "[#####-----]  12/40  ETA 0:34  note"; no ETA before the first step is done.
@@ -20,7 +21,6 @@ class ProgressBar {
 
  private:
   std::FILE* out_;
-  int total_;
   bool terminal_;
   std::chrono::steady_clock::time_point start_;
 };

@@ -2,11 +2,14 @@
 // tunes an op for every shape listed in FILE (one per line, "M=4096 N=4096 K=1024", '#'
 // starts a comment) on one device, with a progress bar (done / total, ETA, best so far), into
 // the tuning database in the kernel cache (TILEJIT_CACHE_DIR; `tilejit cache pack` ships it).
-// Shapes whose bucket is tuned already are skipped and every trial is recorded as it is made,
-// so a run stopped with Ctrl-C (exit status 130) resumes where it stopped when run again.
+// Shapes tuned already, by a search at least as deep (--top-k), are skipped, and every trial
+// is recorded as it is made, so a run stopped with Ctrl-C (exit status 130) resumes where it
+// stopped when run again, and a deeper search times only the configs not timed before.
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -60,6 +63,8 @@ std::vector<ProblemShape> read_shapes(const std::string& path, const TunableKern
       fail("{}:{}: {}", path, number, e.what());
     }
   }
+  // A directory opens but does not read; a read error part way would drop the shapes after it.
+  if (in.bad()) fail("cannot read the shapes file {}: {}", path, std::strerror(errno));
   if (shapes.empty())
     fail("the shapes file {} lists no shapes (one a line, with the dimensions {})", path, fmt::join(op.dims, " "));
   return shapes;
@@ -84,36 +89,40 @@ int run_tune(const Options& o) {
 
   fmt::print("tuning {} on {}: {} shape{}, the best {} of {} configs each by the cost model\n", op.name,
              device.info().name, shapes.size(), shapes.size() == 1 ? "" : "s", o.top_k, op.space.size());
+  std::vector<ProblemShape> to_tune;
+  for (const ProblemShape& shape : shapes) {
+    auto best = db.best(TuningKey::of(op, shape, device.info()), shape);
+    if (best && fits(op, best->config, shape) && best->top_k >= o.top_k)
+      fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
+    else
+      to_tune.push_back(shape);
+  }
   std::fflush(stdout);
 
+  // The bar counts the candidates this run times: trials an earlier run recorded are reused at
+  // no cost, and a shape with fewer configs left than top_k plans fewer.
   InterruptHandler handler;
-  ProgressBar bar(stderr, static_cast<int>(shapes.size()) * o.top_k);
+  const int top_k = o.top_k;
+  ProgressBar bar(stderr);
+  int finished = 0;  // candidates of the shapes done so far
   bool all_ran = true;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const ProblemShape& shape = shapes[i];
-    // Asked shape by shape: an earlier shape of this run may have tuned the bucket. Its
-    // config may not serve this shape (a constraint tells them apart); then this one is tuned,
-    // and its result replaces the bucket's.
-    if (auto best = db.best(TuningKey::of(op, shape, device.info()))) {
-      if (fits(op, best->config, shape)) {
-        fmt::print("[{}]  already tuned: {}\n", shape.str(), describe_best(best));
-        continue;
-      }
-      fmt::print("[{}]  the bucket's config, tuned on [{}], does not serve this shape; a result for it will "
-                 "replace that one\n",
-                 shape.str(), best->tuned_shape.str());
-    }
+  for (size_t i = 0; i < to_tune.size(); ++i) {
+    const ProblemShape& shape = to_tune[i];
     auto runner = make_candidate_runner(op, shape, device, timing, std::random_device{}());
     TuneOptions options;
-    options.top_k = o.top_k;
+    options.top_k = top_k;
     options.compile_threads = o.jobs;
     options.should_stop = [] { return interrupted.load(); };
-    int before = static_cast<int>(i) * o.top_k;
+    const int later = static_cast<int>(to_tune.size() - i - 1) * top_k;
+    int this_shape = 0;
     options.on_progress = [&](const TuneProgress& p) {
+      this_shape = p.done - p.reused;
       std::string best = p.best ? fmt::format("best {:.4f} ms {}", p.best_ms, p.best->str()) : "no result yet";
-      bar.update(before + p.done, fmt::format("[{}] {}", shape.str(), best));
+      bar.update(finished + this_shape, finished + (p.total - p.reused) + later,
+                 fmt::format("[{}] {}", shape.str(), best));
     };
     TuneResult r = tune(op, shape, *runner, db, options);
+    finished += this_shape;
     bar.finish();
     if (r.interrupted) {
       fmt::print("interrupted: the trials so far are recorded; run the same command again to resume\n");

@@ -8,6 +8,7 @@
 
 #include "dsl/error.h"
 #include "dsl/log.h"
+#include "runtime/device_lost.h"
 
 namespace tilejit::cuda {
 namespace {
@@ -28,6 +29,26 @@ std::string error_text(const DriverApi& api, CUresult result) {
   const char* text = nullptr;
   if (api.cuGetErrorString && api.cuGetErrorString(result, &text) == CUDA_SUCCESS && text) return text;
   return "no description";
+}
+
+// The errors cuda.h says leave the process's context unusable ("any further CUDA work will
+// return the same error"), a device-side assert among them.
+bool leaves_context_unusable(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_CONTAINED:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string call_failure(const DriverApi& api, CUresult result, const char* call) {
@@ -101,6 +122,8 @@ const DriverApi& driver() {
 void fail_call(CUresult result, const char* call, std::string_view context) {
   std::string message = call_failure(driver(), result, call);
   if (!context.empty()) message += fmt::format(" ({})", context);
+  if (leaves_context_unusable(result))
+    throw DeviceLost(message + "; the device cannot be used again in this process");
   throw Error(message);
 }
 

@@ -123,7 +123,7 @@ TEST_F(CachePackTest, RoundTripToAFreshProcessServesOnlyHitsAndCompilesNothing) 
     KernelCache fresh = cache_at("fresh");
     fresh.attach_pack(CachePack::open(pack, needs_sm90()));
     int before = traces;
-    auto best = autotune::TuningDatabase(fresh).best(key);
+    auto best = autotune::TuningDatabase(fresh).best(key, shape);
     counts->found_best = best && best->config == testing_util::synthetic_config(64, 4) && best->ms == 1.25;
     cuda::CudaKernelImage image = cuda::compile_cuda_kernel(request, target, fresh);
     counts->traces = traces - before;
@@ -195,10 +195,10 @@ TEST_F(CachePackTest, ATunedOnlyPackHoldsTheBestConfigsAndTheirKernelsOnly) {
   KernelCache fresh = cache_at("fresh");
   fresh.attach_pack(pack);
   autotune::TuningDatabase shipped(fresh);
-  ASSERT_TRUE(shipped.best(key));
-  EXPECT_EQ(shipped.best(key)->config, synthetic_config(128, 4));
-  EXPECT_EQ(shipped.best(key)->arch, "sm_90a");
-  EXPECT_FALSE(shipped.best(ampere_key)) << "another architecture's result was packed";
+  ASSERT_TRUE(shipped.best(key, tuned));
+  EXPECT_EQ(shipped.best(key, tuned)->config, synthetic_config(128, 4));
+  EXPECT_EQ(shipped.best(key, tuned)->arch, "sm_90a");
+  EXPECT_FALSE(shipped.best(ampere_key, tuned)) << "another architecture's result was packed";
   int before = traces;
   EXPECT_TRUE(cuda::compile_cuda_kernel(wins, target, fresh).report.from_disk_cache);
   EXPECT_EQ(traces, before) << "the winner was traced again";

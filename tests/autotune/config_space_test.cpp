@@ -30,6 +30,14 @@ TEST(NamedValues, TextRoundTripsInOrder) {
   EXPECT_TRUE(NamedValues::parse("  ").values.empty());
 }
 
+TEST(NamedValues, LeadingZerosAreDecimalNotOctal) {
+  EXPECT_EQ(NamedValues::parse("M=0100 N=08 K=-0x10")["M"], 100);
+  EXPECT_EQ(NamedValues::parse("N=08")["N"], 8);
+  EXPECT_EQ(NamedValues::parse("K=-0x10")["K"], -16);
+  EXPECT_EQ(NamedValues::parse("K=0X1f")["K"], 31);
+  EXPECT_THAT(error_of([] { NamedValues::parse("M=0x"); }), HasSubstr("M: '0x' is not an integer"));
+}
+
 TEST(NamedValues, ClearErrors) {
   EXPECT_THAT(error_of([] { NamedValues::parse("M=4 M=5"); }), HasSubstr("names M twice"));
   EXPECT_THAT(error_of([] { NamedValues::parse("M=x"); }), HasSubstr("M: 'x' is not an integer"));

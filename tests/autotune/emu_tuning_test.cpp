@@ -151,7 +151,7 @@ TEST_F(EmuTuningTest, TunesTheExampleGemmEndToEnd) {
   ProblemShape shape{{{"M", 96}, {"N", 80}, {"K", 72}}};
   TuneResult r = tune_on_emulator(gemm, shape, 3);
   expect_fastest_correct_won(r, 3);
-  auto stored = db_.best(TuningKey::of(gemm, shape, Device::emu().info()));
+  auto stored = db_.best(TuningKey::of(gemm, shape, Device::emu().info()), shape);
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->config, r.best->config);
   // The winner computes the right result at another size too.
@@ -207,7 +207,7 @@ TEST_F(EmuTuningTest, OpCallsUseTheDatabaseOrTuneOnFirstUseOrTheHeuristic) {
     ConfigChoice choice = choose_config(softmax, shape, emu, db_, options);
     EXPECT_EQ(choice.source, ConfigSource::heuristic);
     EXPECT_EQ(choice.config, softmax.heuristic_config(shape, emu.info()));
-    EXPECT_FALSE(db_.best(TuningKey::of(softmax, shape, emu.info())));
+    EXPECT_FALSE(db_.best(TuningKey::of(softmax, shape, emu.info()), shape));
   }
   testing_util::ScopedEnv on("TILEJIT_AUTOTUNE", "1");
   ConfigChoice tuned = choose_config(softmax, shape, emu, db_, options);
@@ -237,6 +237,30 @@ TEST_F(EmuTuningTest, AStoredConfigThatDoesNotFitTheExactShapeIsNotUsed) {
   ProblemShape other{{{"rows", 8}, {"cols", 1000}}};
   db_.offer_best(TuningKey::of(softmax, other, emu.info()), {Config{{{"BLOCK", 1024}}}, 0.5, other, 0, {}});
   EXPECT_EQ(choose_config(softmax, other, emu, db_).source, ConfigSource::heuristic);
+}
+
+// A bucket holds a result per tuned shape: a call takes the one tuned on its shape, else the
+// one tuned on the nearest shape it fits.
+TEST_F(EmuTuningTest, ACallTakesTheResultOfItsShapeOrOfTheNearestShape) {
+  const TunableKernel& softmax = ops::find_tunable_op("softmax");
+  Device& emu = Device::emu();
+  testing_util::ScopedEnv off("TILEJIT_AUTOTUNE", nullptr);
+  ProblemShape narrow{{{"rows", 8}, {"cols", 140}}}, wide{{{"rows", 8}, {"cols", 250}}};
+  TuningKey key = TuningKey::of(softmax, narrow, emu.info());
+  ASSERT_EQ(key.str(), TuningKey::of(softmax, wide, emu.info()).str());
+  const Config for_narrow{{{"BLOCK_N", 256}, {"num_warps", 2}}}, for_wide{{{"BLOCK_N", 256}, {"num_warps", 8}}};
+  db_.offer_best(key, {for_narrow, 0.5, narrow, 0, {}});
+  db_.offer_best(key, {for_wide, 0.5, wide, 0, {}});
+  for (auto [cols, expected] : {std::pair{140, for_narrow}, {250, for_wide}, {150, for_narrow}, {230, for_wide}}) {
+    ConfigChoice choice = choose_config(softmax, ProblemShape{{{"rows", 8}, {"cols", cols}}}, emu, db_);
+    EXPECT_EQ(choice.source, ConfigSource::database) << cols;
+    EXPECT_EQ(choice.config, expected) << cols;
+  }
+  // One that breaks a constraint for the call is passed over for one that does not.
+  const Config too_narrow{{{"BLOCK_N", 128}, {"num_warps", 4}}};
+  ProblemShape almost{{{"rows", 8}, {"cols", 129}}};
+  db_.offer_best(key, {too_narrow, 0.5, ProblemShape{{{"rows", 8}, {"cols", 128}}}, 0, {}});
+  EXPECT_EQ(choose_config(softmax, almost, emu, db_).config, for_narrow);
 }
 
 }  // namespace

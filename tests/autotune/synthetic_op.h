@@ -17,6 +17,7 @@
 #include "autotune/candidate_runner.h"
 #include "autotune/tunable.h"
 #include "dsl/error.h"
+#include "runtime/device_lost.h"
 #include "runtime/kernel_cache.h"
 
 namespace tilejit::testing_util {
@@ -86,6 +87,7 @@ class SyntheticRunner : public autotune::CandidateRunner {
       measured_.push_back(config.str());
     }
     if (launch_errors.count(config.str())) fail("synthetic launch failure for {}", config.str());
+    if (device_lost_by.count(config.str())) throw DeviceLost("synthetic fault of " + config.str());
     double ms = synthetic_ms(config) * time_scale_;
     if (wrong_outputs.count(config.str())) return {false, "max error 2 exceeds 1e-05", 0};
     return {true, "", ms};
@@ -97,6 +99,7 @@ class SyntheticRunner : public autotune::CandidateRunner {
   }
 
   std::set<std::string> compile_errors, launch_errors, wrong_outputs;
+  std::set<std::string> device_lost_by;  // configs whose launch leaves the device unusable
   std::map<std::string, int64_t> shared_bytes;
   std::chrono::milliseconds compile_time{0};
   std::atomic<int> prepares{0}, running{0}, max_running{0};

@@ -69,16 +69,19 @@ TEST_F(TunerTest, FindsTheKnownBestConfig) {
   EXPECT_EQ(r.configs, 20);
   EXPECT_EQ(runner.measured_configs().size(), 20u);
 
-  // Remembered for another process, and for every shape of the bucket (n rounds up to 1024).
+  // Remembered for another process, under the key of every shape of the bucket (n rounds up
+  // to 1024).
   KernelCache other = cache_in_another_process();
   TuningDatabase other_db(other);
   for (int64_t n : {1000, 513, 1024}) {
-    auto stored = other_db.best(TuningKey::of(op_, ProblemShape{{{"n", n}}}, runner.device()));
-    ASSERT_TRUE(stored) << n;
-    EXPECT_EQ(stored->config, expected);
-    EXPECT_EQ(stored->kernel_entries, std::vector<std::string>{synthetic_entry(expected)});
+    std::vector<BestConfig> stored = other_db.results(TuningKey::of(op_, ProblemShape{{{"n", n}}}, runner.device()));
+    ASSERT_EQ(stored.size(), 1u) << n;
+    EXPECT_EQ(stored[0].config, expected);
+    EXPECT_EQ(stored[0].tuned_shape, shape_);
+    EXPECT_EQ(stored[0].top_k, 20);
+    EXPECT_EQ(stored[0].kernel_entries, std::vector<std::string>{synthetic_entry(expected)});
   }
-  EXPECT_FALSE(other_db.best(TuningKey::of(op_, ProblemShape{{{"n", 1025}}}, runner.device())));
+  EXPECT_TRUE(other_db.results(TuningKey::of(op_, ProblemShape{{{"n", 1025}}}, runner.device())).empty());
 }
 
 TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
@@ -107,21 +110,29 @@ TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
 }
 
 // The heuristic's config is what an untuned call runs: it is timed first, though the cost
-// model ranks it last, so the tuned result is never slower. One the constraints rule out is not
-// timed (a stored best always meets them).
+// model ranks it last, so the tuned result is never slower; so is one the space does not list
+// (an op's heuristic may pick a split-K of 3, say). One the constraints rule out is not timed
+// (a stored best always meets them).
 TEST_F(TunerTest, TheHeuristicConfigIsAlwaysTimed) {
-  const Config fastest = synthetic_config(64, 4);
-  op_.work = [&](const Config& c, const ProblemShape&) { return LaunchWork{1, 4, c == fastest ? 1e12 : 1e9, 0, 0}; };
-  op_.heuristic = [&](const ProblemShape&, const DeviceInfo&) { return fastest; };
-  SyntheticRunner runner;
+  const Config fastest = synthetic_config(64, 4), outside = synthetic_config(64, 3);
   TuneOptions options;
   options.top_k = 3;
-  TuneResult r = tune(op_, shape_, runner, db_, options);
-  ASSERT_EQ(runner.measured_configs().size(), 3u);
-  EXPECT_EQ(runner.measured_configs().front(), fastest.str());
-  ASSERT_TRUE(r.best);
-  EXPECT_EQ(r.best->config, fastest);
+  for (auto [heuristic, n] : {std::pair{fastest, 1000}, std::pair{outside, 900}}) {
+    SCOPED_TRACE(heuristic.str());
+    op_.work = [h = heuristic](const Config& c, const ProblemShape&) {
+      return LaunchWork{1, 4, c == h ? 1e12 : 1e9, 0, 0};
+    };
+    op_.heuristic = [h = heuristic](const ProblemShape&, const DeviceInfo&) { return h; };
+    SyntheticRunner runner;
+    TuneResult r = tune(op_, ProblemShape{{{"n", n}}}, runner, db_, options);
+    ASSERT_EQ(runner.measured_configs().size(), 3u);
+    EXPECT_EQ(runner.measured_configs().front(), heuristic.str());
+    EXPECT_EQ(r.configs, 20);
+    ASSERT_TRUE(r.best);
+    EXPECT_LE(r.best->ms, synthetic_ms(heuristic));
+  }
 
+  op_.heuristic = [&](const ProblemShape&, const DeviceInfo&) { return fastest; };
   op_.space.require("BLOCK != 64", [](const Config& c, const ProblemShape&) { return c["BLOCK"] != 64; });
   SyntheticRunner pruned;
   TuneResult without = tune(op_, ProblemShape{{{"n", 5000}}}, pruned, db_, options);
@@ -190,6 +201,32 @@ TEST_F(TunerTest, ConfigsThatFailAreRecordedAndSkipped) {
   EXPECT_EQ(std::count(measured.begin(), measured.end(), compile_fails.str()), 0) << "a config that did not compile ran";
 }
 
+// A fault that leaves the device unusable (a CUDA context after an illegal address) is the
+// faulting config's outcome only: it is recorded, the run ends with an error naming it, and
+// no later config is blamed. A run in a new process goes on past it.
+TEST_F(TunerTest, AConfigThatLosesTheDeviceEndsTheRunAndIsSkippedOnResumption) {
+  std::vector<Config> configs = op_.space.configs();  // no cost model: the space's order
+  const Config faults = configs[2];
+  SyntheticRunner lost;
+  lost.device_lost_by.insert(faults.str());
+  TuneOptions options;
+  options.top_k = 6;
+  EXPECT_THAT(testing_util::error_of([&] { tune(op_, shape_, lost, db_, options); }),
+              HasSubstr(fmt::format("autotune synthetic [n=1000]: {} left the device unusable: synthetic fault",
+                                    faults.str())));
+  EXPECT_EQ(lost.measured_configs().size(), 3u);
+  ASSERT_TRUE(trial_of(faults, lost.device()));
+  EXPECT_EQ(trial_of(faults, lost.device())->status, TrialStatus::launch_failed);
+  EXPECT_FALSE(trial_of(configs[3], lost.device()));
+
+  SyntheticRunner fresh;
+  TuneResult r = tune(op_, shape_, fresh, db_, options);
+  EXPECT_EQ(r.reused, 3);
+  EXPECT_EQ(fresh.measured_configs().size(), 3u);
+  for (const std::string& measured : fresh.measured_configs()) EXPECT_NE(measured, faults.str());
+  ASSERT_TRUE(r.best);
+}
+
 TEST_F(TunerTest, AFastWrongKernelNeverWins) {
   Config fastest = fastest_of(op_.space.configs());
   SyntheticRunner runner;
@@ -209,7 +246,7 @@ TEST_F(TunerTest, NoBestWhenNothingRunsCorrectly) {
   TuneResult r = tune(op_, shape_, runner, db_, all_configs());
   EXPECT_FALSE(r.best);
   EXPECT_EQ(r.rejected, 20);
-  EXPECT_FALSE(db_.best(r.key));
+  EXPECT_FALSE(db_.best(r.key, shape_));
 }
 
 TEST_F(TunerTest, CompilesCandidatesInParallel) {
@@ -234,7 +271,7 @@ TEST_F(TunerTest, ResumesAfterAnInterruption) {
   TuneResult interrupted = tune(op_, shape_, first, db_, options);
   EXPECT_TRUE(interrupted.interrupted);
   EXPECT_EQ(interrupted.candidates.size(), 4u);
-  EXPECT_FALSE(db_.best(interrupted.key)) << "an interrupted run offered a best config";
+  EXPECT_FALSE(db_.best(interrupted.key, shape_)) << "an interrupted run offered a best config";
 
   // Another process picks up where the first stopped: the four trials are reused, not run.
   KernelCache cache = cache_in_another_process();
@@ -297,7 +334,7 @@ TEST_F(TunerTest, TwoTunersAtOnceOnOneDatabaseKeepTheFasterResult) {
   for (pid_t child : children) EXPECT_EQ(testing_util::exit_status(child), 0);
 
   KernelCache after = cache_in_another_process();
-  auto stored = TuningDatabase(after).best(TuningKey::of(op_, shape_, SyntheticRunner().device()));
+  auto stored = TuningDatabase(after).best(TuningKey::of(op_, shape_, SyntheticRunner().device()), shape_);
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->config, fastest_of(op_.space.configs()));
   EXPECT_DOUBLE_EQ(stored->ms, std::min(shared->best_ms[0], shared->best_ms[1]));
@@ -310,35 +347,51 @@ TEST_F(TunerTest, TwoTunersAtOnceOnOneDatabaseKeepTheFasterResult) {
 
 TEST_F(TunerTest, TheStoredBestIsReplacedOnlyByAFasterOne) {
   TuningKey key = TuningKey::of(op_, shape_, SyntheticRunner().device());
-  EXPECT_DOUBLE_EQ(db_.offer_best(key, {synthetic_config(32, 4), 2.0, shape_, 0, {}}).ms, 2.0);
-  BestConfig kept = db_.offer_best(key, {synthetic_config(16, 4), 3.0, shape_, 0, {}});
+  EXPECT_DOUBLE_EQ(db_.offer_best(key, {synthetic_config(32, 4), 2.0, shape_, 0, {}, "", 8}).ms, 2.0);
+  BestConfig kept = db_.offer_best(key, {synthetic_config(16, 4), 3.0, shape_, 0, {}, "", 12});
   EXPECT_EQ(kept.config, synthetic_config(32, 4));
   EXPECT_DOUBLE_EQ(kept.ms, 2.0);
-  db_.offer_best(key, {synthetic_config(64, 4), 1.5, shape_, 0, {}});
+  EXPECT_EQ(kept.top_k, 12) << "the deeper search found nothing faster: the result stands for it";
+  db_.offer_best(key, {synthetic_config(64, 4), 1.5, shape_, 0, {}, "", 4});
   KernelCache other = cache_in_another_process();
-  auto stored = TuningDatabase(other).best(key);
+  auto stored = TuningDatabase(other).best(key, shape_);
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->config, synthetic_config(64, 4));
   EXPECT_DOUBLE_EQ(stored->ms, 1.5);
+  EXPECT_EQ(stored->top_k, 12);
+  EXPECT_EQ(TuningDatabase(other).results(key).size(), 1u);
 }
 
-// Times of two shapes of one bucket do not compare: a result for another shape replaces the
-// stored one however slow, and is then replaced only by a faster one for its own shape.
-TEST_F(TunerTest, AResultForAnotherShapeOfTheBucketReplacesTheStoredOne) {
+// Times of two shapes of one bucket do not compare, and one shape's config may not serve the
+// other: each shape keeps its own result, replaced only by a faster one for that shape.
+TEST_F(TunerTest, EachShapeOfABucketKeepsItsOwnResult) {
   ProblemShape bigger{{{"n", 1024}}};
   TuningKey key = TuningKey::of(op_, shape_, SyntheticRunner().device());
   ASSERT_EQ(key.str(), TuningKey::of(op_, bigger, SyntheticRunner().device()).str());
   db_.offer_best(key, {synthetic_config(32, 4), 1.0, shape_, 0, {}});
-  BestConfig replaced = db_.offer_best(key, {synthetic_config(16, 4), 5.0, bigger, 0, {}});
-  EXPECT_EQ(replaced.config, synthetic_config(16, 4));
-  EXPECT_EQ(replaced.tuned_shape, bigger);
+  BestConfig added = db_.offer_best(key, {synthetic_config(16, 4), 5.0, bigger, 0, {}});
+  EXPECT_EQ(added.config, synthetic_config(16, 4));
+  EXPECT_EQ(added.tuned_shape, bigger);
   BestConfig kept = db_.offer_best(key, {synthetic_config(64, 4), 6.0, bigger, 0, {}});
   EXPECT_EQ(kept.config, synthetic_config(16, 4));
   KernelCache other = cache_in_another_process();
-  auto stored = TuningDatabase(other).best(key);
-  ASSERT_TRUE(stored);
-  EXPECT_EQ(stored->config, synthetic_config(16, 4));
-  EXPECT_DOUBLE_EQ(stored->ms, 5.0);
+  TuningDatabase other_db(other);
+  ASSERT_EQ(other_db.results(key).size(), 2u);
+  EXPECT_EQ(other_db.best(key, shape_)->config, synthetic_config(32, 4));
+  EXPECT_EQ(other_db.best(key, bigger)->config, synthetic_config(16, 4));
+  EXPECT_DOUBLE_EQ(other_db.best(key, bigger)->ms, 5.0);
+}
+
+TEST_F(TunerTest, ABucketKeepsTheNewestShapesResults) {
+  TuningKey key = TuningKey::of(op_, shape_, SyntheticRunner().device());
+  const int64_t kept = TuningDatabase::kShapesPerBucket;
+  for (int64_t n = 513; n < 513 + kept + 2; ++n)
+    db_.offer_best(key, {synthetic_config(64, 4), 1.0, ProblemShape{{{"n", n}}}, n, {}});
+  std::vector<BestConfig> results = db_.results(key);
+  ASSERT_EQ(results.size(), size_t(kept));
+  EXPECT_EQ(results.front().tuned_shape, (ProblemShape{{{"n", 515}}}));
+  EXPECT_EQ(results.back().tuned_shape, (ProblemShape{{{"n", 513 + kept + 1}}}));
+  EXPECT_FALSE(db_.best(key, ProblemShape{{{"n", 514}}}));
 }
 
 TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
@@ -351,41 +404,38 @@ TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
       ++damaged;
     }
   ASSERT_EQ(damaged, 1);
-  EXPECT_FALSE(db_.best(r.key));
+  EXPECT_TRUE(db_.results(r.key).empty());
   BestConfig stored = db_.offer_best(r.key, {synthetic_config(16, 1), 9.0, shape_, 0, {}});
   EXPECT_EQ(stored.config, synthetic_config(16, 1));
-  EXPECT_TRUE(db_.best(r.key));
+  EXPECT_TRUE(db_.best(r.key, shape_));
 }
 
-// Records written before kernel entries were kept read as naming none; the same config built
-// again fills them in without replacing the faster time.
+// Trial records written before kernel entries were kept read as naming none, and so does a
+// best result made of them; the same config built again fills them in without replacing the
+// faster time.
 TEST_F(TunerTest, RecordsWithoutKernelEntriesReadAndAreFilledIn) {
   SyntheticRunner runner;
   TuneResult r = tune(op_, shape_, runner, db_, all_configs());
   const Config best = r.best->config;
-  for (const CacheEntryInfo& entry : cache_.list()) {
-    if (entry.label.ends_with(" best"))
-      cache_.put(entry.key, entry.label,
-                 R"({"config":[["BLOCK",64],["num_warps",4]],"ms":0.5,"tuned_shape":[["n",1000]],"tuned_unix":1})");
-    else if (entry.label.find(" trial ") != std::string::npos)
+  for (const CacheEntryInfo& entry : cache_.list())
+    if (entry.label.find(" trial ") != std::string::npos)
       cache_.put(entry.key, entry.label, R"({"status":"ok","ms":2.0,"detail":""})");
-  }
-  ASSERT_TRUE(db_.best(r.key));
-  EXPECT_TRUE(db_.best(r.key)->kernel_entries.empty());
-  EXPECT_DOUBLE_EQ(db_.best(r.key)->ms, 0.5);
   std::optional<TrialRecord> trial = db_.trial(r.key, shape_, best);
   ASSERT_TRUE(trial);
   EXPECT_EQ(trial->status, TrialStatus::ok);
   EXPECT_TRUE(trial->kernel_entries.empty());
+  db_.offer_best(r.key, {best, 0.5, shape_, 0, trial->kernel_entries});
+  ASSERT_TRUE(db_.best(r.key, shape_));
+  EXPECT_TRUE(db_.best(r.key, shape_)->kernel_entries.empty());
 
   BestConfig slower{best, 0.9, shape_, 0, {synthetic_entry(best)}};
   EXPECT_EQ(db_.offer_best(r.key, slower).kernel_entries, std::vector<std::string>{synthetic_entry(best)});
-  EXPECT_DOUBLE_EQ(db_.best(r.key)->ms, 0.5);
-  EXPECT_EQ(db_.best(r.key)->kernel_entries, std::vector<std::string>{synthetic_entry(best)});
+  EXPECT_DOUBLE_EQ(db_.best(r.key, shape_)->ms, 0.5);
+  EXPECT_EQ(db_.best(r.key, shape_)->kernel_entries, std::vector<std::string>{synthetic_entry(best)});
   // Another config, slower, changes nothing.
   db_.offer_best(r.key, {synthetic_config(16, 1), 0.9, shape_, 0, {synthetic_entry(synthetic_config(16, 1))}});
-  EXPECT_EQ(db_.best(r.key)->config, best);
-  EXPECT_EQ(db_.best(r.key)->kernel_entries, std::vector<std::string>{synthetic_entry(best)});
+  EXPECT_EQ(db_.best(r.key, shape_)->config, best);
+  EXPECT_EQ(db_.best(r.key, shape_)->kernel_entries, std::vector<std::string>{synthetic_entry(best)});
 }
 
 TEST_F(TunerTest, KeysTellDevicesDtypesLayoutsAndBucketsApart) {

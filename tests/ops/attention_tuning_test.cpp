@@ -242,9 +242,9 @@ TEST(AttentionTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {
   const ad::AttentionTuningSpec spec{DType::f32, 16, false};
   const at::ProblemShape shape{{{"BN", 1}, {"G", 1}, {"T", 20}, {"S", 24}}};
   const at::TuningKey key = at::TuningKey::of(ad::attention_tunable(spec), shape, device.info());
-  ASSERT_FALSE(at::TuningDatabase::global().best(key).has_value());
+  ASSERT_FALSE(at::TuningDatabase::global().best(key, shape).has_value());
   check_attention_case(forward_case(DType::f32, 1, 20, 24, 16, false));
-  std::optional<at::BestConfig> best = at::TuningDatabase::global().best(key);
+  std::optional<at::BestConfig> best = at::TuningDatabase::global().best(key, shape);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->tuned_shape, shape);
 }

@@ -145,33 +145,41 @@ TEST(GemmTuning, ATunedShapeServesLaterCalls) {
 // A stored result unlike anything the heuristic picks (split-K on a problem with plenty of
 // tiles; a producer warpgroup, which B's rows of 240 bytes, read through pointers, leave
 // without work) is what a call of any shape of its bucket runs, unless it breaks a
-// constraint there.
+// constraint there, whichever shape of the bucket is called first.
 TEST(GemmTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   Device& device = Device::by_name("emu:sm_90a");
   const gd::GemmTuningSpec spec{DType::bf16, DType::bf16, DType::bf16, dsl::Precision::tf32, false, false};
   const at::TunableKernel& op = gd::gemm_tunable(spec);
-  const at::ProblemShape tuned{{{"M", 128}, {"N", 128}, {"K", 256}}};
-  const at::Config stored{{{"BLOCK_M", 64},
-                           {"BLOCK_N", 64},
-                           {"BLOCK_K", 32},
-                           {"num_warps", 4},
-                           {"num_stages", 2},
-                           {"SPLIT_K", 4},
-                           {"PERSISTENT", 0},
-                           {"warp_specialize", 1},
-                           {"cluster_x", 1}}};
-  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
+  auto stored_with = [](int64_t block_k) {
+    return at::Config{{{"BLOCK_M", 64},
+                       {"BLOCK_N", 64},
+                       {"BLOCK_K", block_k},
+                       {"num_warps", 4},
+                       {"num_stages", 2},
+                       {"SPLIT_K", 4},
+                       {"PERSISTENT", 0},
+                       {"warp_specialize", 1},
+                       {"cluster_x", 1}}};
+  };
   TJ_SEEDED_RNG(rng);
-  // One bucket (K in 129..256); at K = 200, 4 slices of two 32-steps no longer fit: the heuristic.
-  for (int64_t k : {256, 200}) {
-    SCOPED_TRACE("K = " + std::to_string(k));
-    GemmCase call{.m = 100, .n = 120, .k = k, .device = "emu:sm_90a"};
-    call.before_launch = [&](const Tensor& a, const Tensor& b, const GemmOptions& o) {
-      gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
-      gd::GemmConfig want = k >= 2 * 4 * 32 ? gd::gemm_config_of(stored, spec) : gd::heuristic_gemm_config(p, device.info());
-      expect_same(gd::call_config(p, device), want);
-    };
-    check_gemm(call, rng);
+  // Each bucket's K range holds a K where 4 slices of two BLOCK_K steps no longer fit: the
+  // heuristic's there. K = 200 is called after the tuned K of its bucket, K = 400 before.
+  for (auto [block_k, ks] : {std::pair{int64_t(32), std::vector<int64_t>{256, 200}},
+                             std::pair{int64_t(64), std::vector<int64_t>{400, 512}}}) {
+    const at::Config stored = stored_with(block_k);
+    const at::ProblemShape tuned{{{"M", 128}, {"N", 128}, {"K", ks[0] > ks[1] ? ks[0] : ks[1]}}};
+    at::TuningDatabase::global().offer_best(at::TuningKey::of(op, tuned, device.info()), {stored, 0.001, tuned, 0, {}});
+    for (int64_t k : ks) {
+      SCOPED_TRACE("K = " + std::to_string(k));
+      GemmCase call{.m = 100, .n = 120, .k = k, .device = "emu:sm_90a"};
+      call.before_launch = [&](const Tensor& a, const Tensor& b, const GemmOptions& o) {
+        gd::GemmProblem p = gd::check_gemm(a, b, o, nullptr);
+        gd::GemmConfig want = k >= 2 * 4 * block_k ? gd::gemm_config_of(stored, spec)
+                                                   : gd::heuristic_gemm_config(p, device.info());
+        expect_same(gd::call_config(p, device), want);
+      };
+      check_gemm(call, rng);
+    }
   }
 }
 
@@ -214,10 +222,10 @@ TEST(GemmTuning, AnUntunedShapeIsTunedOnItsFirstCallWithAutotune) {
   const gd::GemmTuningSpec spec{DType::f16, DType::f16, DType::f16, dsl::Precision::tf32, false, false};
   const at::ProblemShape shape{{{"M", 72}, {"N", 64}, {"K", 128}}};
   const at::TuningKey key = at::TuningKey::of(gd::gemm_tunable(spec), shape, device.info());
-  ASSERT_FALSE(at::TuningDatabase::global().best(key).has_value());
+  ASSERT_FALSE(at::TuningDatabase::global().best(key, shape).has_value());
   TJ_SEEDED_RNG(rng);
   check_gemm(GemmCase{.a = DType::f16, .b = DType::f16, .m = 72, .n = 64, .k = 128, .device = "emu:sm_90a"}, rng);
-  std::optional<at::BestConfig> best = at::TuningDatabase::global().best(key);
+  std::optional<at::BestConfig> best = at::TuningDatabase::global().best(key, shape);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->tuned_shape, shape);
 }

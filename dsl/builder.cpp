@@ -36,6 +36,17 @@ Tile emit(OpKind kind, std::vector<ir::Value*> operands, ir::Type type, const So
   return Tile(op.result());
 }
 
+// An integer literal names a bit pattern of its operand's width, signed or not (0xff is an
+// i8's -1); one that does not fit would be cut silently.
+void check_integer_literal(int64_t v, DType d, std::string_view op, const SourceLoc& loc) {
+  const int bits = dtype_bits(d);
+  if (bits >= 64) return;
+  const int64_t lowest = -(int64_t{1} << (bits - 1)), highest = (int64_t{1} << bits) - 1;
+  if (v < lowest || v > highest)
+    user_error(op, loc, "integer literal {} does not fit dtype {} ({} to {}); cast explicitly", v, dtype_name(d),
+               lowest, highest);
+}
+
 Tile constant(const std::variant<Tile, int64_t, double>& literal, ir::Type type, std::string_view op,
               const SourceLoc& loc) {
   DType d = type.dtype;
@@ -44,7 +55,10 @@ Tile constant(const std::variant<Tile, int64_t, double>& literal, ir::Type type,
     user_error(op, loc, "a number cannot stand for a value of dtype {} (fp8 / e8m0 have no constants); cast from f32",
                dtype_name(d));
   if (auto* i = std::get_if<int64_t>(&literal)) {
-    if (is_integer(d)) return emit(OpKind::constant, {}, type, loc, {{"value", *i}});
+    if (is_integer(d)) {
+      check_integer_literal(*i, d, op, loc);
+      return emit(OpKind::constant, {}, type, loc, {{"value", *i}});
+    }
     return emit(OpKind::constant, {}, type, loc, {{"value", static_cast<double>(*i)}});
   }
   double v = std::get<double>(literal);
@@ -124,7 +138,11 @@ Tile pointer_add(const Operand& a, const Operand& b, const SourceLoc& loc) {
   const Operand& ptr = a.is_tile() && a.tile().is_pointer() ? a : b;
   const Operand& off = &ptr == &a ? b : a;
   if (off.is_tile() && off.tile().is_pointer()) user_error("addptr", loc, "cannot add two pointers");
-  Tile offset = off.is_tile() ? off.tile() : constant(off.value(), ir::Type::scalar(DType::i32), "addptr", loc);
+  // A literal offset is i32 unless it needs 64 bits.
+  const int64_t* literal = off.is_tile() ? nullptr : std::get_if<int64_t>(&off.value());
+  const bool wide = literal && (*literal < INT32_MIN || *literal > INT32_MAX);
+  Tile offset = off.is_tile() ? off.tile()
+                              : constant(off.value(), ir::Type::scalar(wide ? DType::i64 : DType::i32), "addptr", loc);
   if (offset.dtype() != DType::i32 && offset.dtype() != DType::i64)
     user_error("addptr", loc, "pointer offsets must be i32 or i64, got {}", offset.type().str());
   const Tile& p = ptr.tile();

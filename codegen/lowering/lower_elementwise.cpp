@@ -8,6 +8,25 @@ namespace tilejit::codegen::lowering {
 
 using K = ir::OpKind;
 
+namespace {
+
+// Integer division defined for every input, as PTX's div and rem are: a divisor of 0 gives an
+// unspecified value (here a / 1 and 0) and INT_MIN / -1 wraps, where LLVM's sdiv and srem are
+// undefined and the emulator's CPU traps (a masked lane's divisor reads as 0). A divisor known
+// when the kernel is compiled folds the checks away.
+llvm::Value* emit_integer_division(Lowering& L, llvm::Value* a, llvm::Value* b, bool remainder) {
+  auto& B = L.b;
+  llvm::Type* type = b->getType();
+  llvm::Value* zero = llvm::Constant::getNullValue(type);
+  llvm::Value* by_minus_one = B.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(type));
+  llvm::Value* divisor =
+      B.CreateSelect(B.CreateOr(B.CreateICmpEQ(b, zero), by_minus_one), llvm::ConstantInt::get(type, 1), b);
+  if (remainder) return B.CreateSelect(by_minus_one, zero, B.CreateSRem(a, divisor));
+  return B.CreateSelect(by_minus_one, B.CreateSub(zero, a), B.CreateSDiv(a, divisor));
+}
+
+}  // namespace
+
 llvm::Value* emit_binary(Lowering& L, K kind, DType dtype, llvm::Value* a, llvm::Value* b) {
   auto& B = L.b;
   bool f = is_float(dtype);
@@ -15,8 +34,8 @@ llvm::Value* emit_binary(Lowering& L, K kind, DType dtype, llvm::Value* a, llvm:
     case K::add: return f ? B.CreateFAdd(a, b) : B.CreateAdd(a, b);
     case K::sub: return f ? B.CreateFSub(a, b) : B.CreateSub(a, b);
     case K::mul: return f ? B.CreateFMul(a, b) : B.CreateMul(a, b);
-    case K::div: return f ? B.CreateFDiv(a, b) : B.CreateSDiv(a, b);
-    case K::rem: return f ? B.CreateFRem(a, b) : B.CreateSRem(a, b);
+    case K::div: return f ? B.CreateFDiv(a, b) : emit_integer_division(L, a, b, false);
+    case K::rem: return f ? B.CreateFRem(a, b) : emit_integer_division(L, a, b, true);
     case K::minimum:
       return L.call_intrinsic(f ? llvm::Intrinsic::minnum : llvm::Intrinsic::smin, {a->getType()}, {a, b});
     case K::maximum:

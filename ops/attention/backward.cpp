@@ -137,7 +137,13 @@ KernelReport prepare_backward_rows(const AttentionProblem& p, const KernelConfig
 
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                  Stream& stream) {
-  if (p.batch * p.heads > 0) dkdv_launch(p, config, buffers, stream.device().info()).run(stream);
+  if (p.batch * p.heads > 0) {
+    dkdv_launch(p, config, buffers, stream.device().info()).run(stream);
+    return;
+  }
+  // No query head reads k and v (N = 0 beside K >= 1 kv heads): their gradients are zero.
+  for (const Tensor* grad : {&buffers.dk, &buffers.dv})
+    stream.device().memset_async(grad->data(), 0, static_cast<size_t>(grad->bytes()), stream);
 }
 
 void launch_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers, Stream& stream) {

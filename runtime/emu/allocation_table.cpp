@@ -47,6 +47,17 @@ bool AllocationTable::covers(const void* begin, size_t bytes) const {
   return address + bytes <= it->first + it->second;
 }
 
+bool AllocationTable::overlaps(const void* begin, size_t bytes) const {
+  auto address = reinterpret_cast<uintptr_t>(begin);
+  std::lock_guard lock(mutex_);
+  // Allocations never overlap one another: the last one to start before the range ends is the
+  // one to reach furthest into it.
+  auto it = allocations_.lower_bound(address + bytes);
+  if (it == allocations_.begin()) return false;
+  --it;
+  return it->first + it->second > address;
+}
+
 AllocationSnapshot AllocationTable::snapshot() const {
   std::lock_guard lock(mutex_);
   std::vector<Allocation> sorted;

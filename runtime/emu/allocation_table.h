@@ -35,6 +35,8 @@ class AllocationTable {
   bool contains(const void* begin) const;
   // Whether one allocation holds all of [begin, begin + bytes).
   bool covers(const void* begin, size_t bytes) const;
+  // Whether any allocation shares a byte with [begin, begin + bytes).
+  bool overlaps(const void* begin, size_t bytes) const;
   AllocationSnapshot snapshot() const;
 
  private:

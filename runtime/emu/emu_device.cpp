@@ -24,6 +24,7 @@ namespace tilejit {
 namespace {
 
 constexpr size_t kAllocationAlignment = 256;  // what cuMemAlloc guarantees
+constexpr size_t kPoisonedAllocationBytes = size_t(256) << 20;
 constexpr int kMaxThreadsPerCta = 1024;
 
 int env_int(const char* name, int fallback) {
@@ -81,6 +82,10 @@ class EmuDevice : public Device {
     void* p = std::aligned_alloc(kAllocationAlignment, rounded);
     if (!p) fail("emulator: out of host memory allocating {} bytes", bytes);
     allocations_.add(p, bytes);  // accesses beyond `bytes` are errors, even inside the rounding
+    // Fresh memory reads as 0xff bytes (NaN, -1) where a GPU's would read as anything, so an
+    // output an op leaves unwritten shows as wrong, not as a lucky zero. Larger allocations
+    // stay lazily mapped: tests of size limits allocate far more than they touch.
+    if (bytes <= kPoisonedAllocationBytes) std::memset(p, 0xff, bytes);
     return p;
   }
 
@@ -107,11 +112,13 @@ class EmuDevice : public Device {
   }
 
   // Imports of memory this device allocated (a DLPack round trip) are known already; other
-  // ranges are added while any import of them lives.
+  // ranges are added while any import of them lives. An import that claims more than the
+  // allocation it starts in adds nothing (its accesses past that allocation are errors), so
+  // the allocation's own extent stays.
   void add_external_memory(const void* begin, size_t bytes) override {
     std::lock_guard lock(external_mutex_);
     External& e = external_[begin];
-    if (e.imports++ == 0 && !allocations_.covers(begin, bytes)) {
+    if (e.imports++ == 0 && bytes > 0 && !allocations_.overlaps(begin, bytes)) {
       allocations_.add(begin, bytes);
       e.added = true;
     }

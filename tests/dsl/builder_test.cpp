@@ -264,6 +264,8 @@ TEST(DslOps, PointerPlusOffset) {
     EXPECT_EQ(p3.type(), p.type());
     Tile p4 = p + cast(offs, i64);
     EXPECT_EQ(p4.type(), p.type());
+    Tile far = x + 3'000'000'000;  // past i32: an i64 offset
+    EXPECT_EQ(far.type(), ir::Type::pointer_to(f16));
     Tile e = load(p2);
     EXPECT_EQ(e.type(), (ir::Type{f16, false, {64, 64}}));
   });
@@ -271,11 +273,12 @@ TEST(DslOps, PointerPlusOffset) {
   EXPECT_CONTAINS(ir, "= splat %x : tile<64xptr<f16>>\n");
   EXPECT_CONTAINS(ir, "= addptr %1, %0 : tile<64xptr<f16>>\n");
   EXPECT_CONTAINS(ir, "= constant {value = 5} : i32\n");
+  EXPECT_CONTAINS(ir, "= constant {value = 3000000000} : i64\n");
   EXPECT_CONTAINS(ir, "= addptr %x, %n : ptr<f16>\n");
   EXPECT_OP(ir, "addptr", "tile<64x64xptr<f16>>");
   EXPECT_OP(ir, "addptr", "ptr<f16>");
   EXPECT_OP(ir, "load", "tile<64x64xf16>");
-  EXPECT_EQ(ops_of(*fn, OpKind::addptr).size(), 8u);
+  EXPECT_EQ(ops_of(*fn, OpKind::addptr).size(), 9u);
 }
 
 TEST(DslOps, LoadAndStoreWithAndWithoutMaskAndOther) {

@@ -125,6 +125,24 @@ TEST(DslErrors, DtypeMismatchBetweenTiles) {
   EXPECT_CONTAINS(msg, "load: value of type tile<64xf16> does not match pointer type tile<64xptr<f32>>");
 }
 
+TEST(DslErrors, IntegerLiteralThatDoesNotFitItsDtype) {
+  int line = 0;
+  std::string msg = trace_error({}, [&](const Constants&) {
+    Tile offs = arange(0, 64);
+    line = __LINE__; (void)(offs + 5'000'000'000);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg,
+                  "add: integer literal 5000000000 does not fit dtype i32 (-2147483648 to 4294967295); cast explicitly");
+
+  msg = trace_error({}, [&](const Constants&) {
+    Tile small = cast(arange(0, 64), i8);
+    line = __LINE__; (void)(small & 0x1ff);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "integer literal 511 does not fit dtype i8 (-128 to 255)");
+}
+
 TEST(DslErrors, FloatLiteralWithAnIntegerTile) {
   int line = 0;
   std::string msg = trace_error({}, [&](const Constants&) {

@@ -855,6 +855,28 @@ TEST(EmuOps, Cdiv) {
   expect_values("cdiv i64: tiles | tile, 7", download(o64), w64, exact());
 }
 
+// Integer division by 0 and INT_MIN / -1 give values (unspecified for 0, the wrapped INT_MIN and
+// 0 for -1), as on a GPU, instead of trapping: masked-off lanes divide by the 0 they read.
+TEST(EmuOps, IntegerDivisionNeverTraps) {
+  static JitKernel k(define_kernel(
+      "divide", {"a", "b", "q", "r", "n"}, {{"B", 16}},
+      [](const Constants& c, Ptr<i32> a, Ptr<i32> b, Ptr<i32> q, Ptr<i32> r, Scalar<i32> n) {
+        Tile offs = arange(0, c["B"]);
+        Tile x = load(a + offs, offs < n), y = load(b + offs, offs < n);
+        store(q + offs, x / y, offs < n);
+        store(r + offs, x % y, offs < n);
+      }));
+  const int32_t int_min = std::numeric_limits<int32_t>::min();
+  const std::vector<std::pair<int32_t, int32_t>> cases = {{7, 2}, {-7, 2}, {int_min, -1}, {5, -1}, {9, 0}};
+  Host a(i32, cases.size()), b(i32, cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) a.set(i, cases[i].first), b.set(i, cases[i].second);
+  Tensor q = poisoned(i32, {int64_t(cases.size())}), r = poisoned(i32, {int64_t(cases.size())});
+  bind(k, {{"num_warps", 1}}).launch(stream(), {1}, upload(a), upload(b), q, r, int32_t(cases.size()));
+  std::vector<LD> got_q = download(q).values(), got_r = download(r).values();
+  EXPECT_EQ(std::vector<LD>(got_q.begin(), got_q.end() - 1), (std::vector<LD>{3, -3, LD(int_min), -5}));
+  EXPECT_EQ(std::vector<LD>(got_r.begin(), got_r.end() - 1), (std::vector<LD>{1, -1, 0, 0}));
+}
+
 // ============================================================================================
 // fma
 // ============================================================================================

@@ -479,6 +479,15 @@ TEST(Attention, NoQueries) {
     EXPECT_EQ(t->shape(), k.shape());
     expect_values("dk / dv without queries", download(*t), std::vector<LD>(size_t(k.numel()), 0), exact());
   }
+  // No query heads beside a kv head: nothing reads k and v, and their gradients are zero.
+  Tensor headless = upload(random_host(DType::bf16, 0, rng, -1, 1), {2, 3, 0, 16});
+  auto h = tilejit::ops::attention(headless, k, k, options);
+  EXPECT_EQ(h.out.shape(), headless.shape());
+  auto hg = tilejit::ops::attention_backward(headless, k, k, h.out, h.out, *h.logsumexp);
+  for (const Tensor* t : {&hg.dk, &hg.dv}) {
+    EXPECT_EQ(t->shape(), k.shape());
+    expect_values("dk / dv without query heads", download(*t), std::vector<LD>(size_t(k.numel()), 0), exact());
+  }
 }
 
 TEST(Attention, Sm80Target) {

@@ -126,6 +126,29 @@ TEST(Tensor, ImportedHostMemoryRunsInTheEmulator) {
   EXPECT_TRUE(deleted);  // the producer's deleter ran when the last reference went away
 }
 
+// An import that claims more memory than the allocation it starts in (a producer's mistake)
+// leaves that allocation's extent as it was: reading past it is an error, and both free
+// cleanly.
+TEST(Tensor, AnImportLargerThanItsAllocationKeepsTheAllocationsExtent) {
+  Tensor t = Tensor::empty(Device::emu(), DType::f32, {4});
+  DLManagedTensor* exported = t.to_dlpack();
+  exported->dl_tensor.shape[0] = 1 << 20;
+  {
+    Tensor claims_more = Tensor::from_dlpack(exported);
+    Tensor out = Tensor::empty(Device::emu(), DType::f32, {8});
+    using namespace tilejit::dsl;
+    JitKernel copy(define_kernel("copy8", {"x", "out"}, {}, [](const Constants&, Ptr<f32> x, Ptr<f32> out) {
+      Tile offs = arange(0, 8);
+      store(out + offs, load(x + offs));
+    }));
+    EXPECT_THAT(error_of([&] { copy.launch(Device::emu().default_stream(), {1}, claims_more, out); }),
+                HasSubstr("out-of-bounds global load of 4 bytes"));
+  }
+  std::vector<float> v = {1, 2, 3, 4};
+  t.copy_from_host(std::span<const float>(v));
+  EXPECT_EQ(t.to_host<float>(), v);
+}
+
 // fp8 data, e8m0 scales and boolean masks from frameworks: bool tensors are i1, and the bytes
 // of an 8-bit tensor are read as the 1-byte dtype the caller names.
 TEST(Tensor, ImportReadsBytesAsTheDtypeAsked) {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "autotune/config_choice.h"
 #include "dsl/log.h"
@@ -13,7 +14,8 @@ namespace tilejit::autotune {
 namespace {
 
 struct Bucket {
-  std::mutex mutex;          // held while a shape of the bucket is looked up or tuned
+  std::mutex mutex;  // held while a shape of the bucket is looked up or tuned
+  std::optional<std::vector<BestConfig>> results;  // the database's, read on first use
   bool tuning_failed = false;  // tuning on first use could not run; not tried again
 };
 
@@ -32,9 +34,14 @@ Bucket& bucket_of(const TunableKernel& op, const ProblemShape& shape, Device& de
 std::optional<Config> tuned_bucket_config(const TunableKernel& op, const ProblemShape& shape, Device& device) {
   Bucket& bucket = bucket_of(op, shape, device);
   std::lock_guard lock(bucket.mutex);
+  TuningDatabase& db = TuningDatabase::global();
+  const TuningKey key = TuningKey::of(op, shape, device.info());
+  if (!bucket.results) bucket.results = db.results(key);
+  if (auto stored = result_serving(op, shape, *bucket.results)) return stored->config;
+  if (!autotune_on_first_use() || bucket.tuning_failed) return std::nullopt;
   try {
-    ConfigChoice choice = choose_config(op, shape, device, TuningDatabase::global(), {},
-                                        autotune_on_first_use() && !bucket.tuning_failed);
+    ConfigChoice choice = choose_config(op, shape, device, db, {}, true);
+    bucket.results = db.results(key);  // with this shape's result
     if (choice.source == ConfigSource::heuristic) return std::nullopt;
     return choice.config;
   } catch (const Error& e) {

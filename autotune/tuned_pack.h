@@ -19,7 +19,7 @@ struct TunedEntries {
   int results = 0;                   // best configs
   int kernel_entries = 0;            // kernel entries named and present
   int results_without_kernels = 0;   // best configs that name none (tuned on the emulator, or
-                                     // by a tilejit that did not record them)
+                                     // made of trials recorded before kernels were)
   int missing_kernel_entries = 0;    // distinct entries named but no longer in the cache
   int other_arch_results = 0;        // best configs tuned for another architecture, left out
 };

@@ -34,16 +34,19 @@ std::string trial_entry_key(const TuningKey& key, const ProblemShape& shape, con
   return cache_key({"autotune trial", key.str(), shape.str(), config.str()});
 }
 
-// Entries a record's kernels were built into; records written before there were any have none.
+// Entries a record's kernels were built into; trial records written before there were any
+// have none.
 std::vector<std::string> kernel_entries_from_json(const json& j) {
   return j.contains("kernel_entries") ? j.at("kernel_entries").get<std::vector<std::string>>()
                                       : std::vector<std::string>{};
 }
 
+// Entries of the format before per-shape results, labelled "... best", are neither read nor packed
+// as tuning results.
 std::string best_label(const TuningKey& key) {
-  return fmt::format("autotune {} {} [{}] best", key.op, key.device.arch, key.bucket.str());
+  return fmt::format("autotune {} {} [{}] results", key.op, key.device.arch, key.bucket.str());
 }
-bool is_best_label(std::string_view label) { return label.starts_with("autotune ") && label.ends_with("] best"); }
+bool is_best_label(std::string_view label) { return label.starts_with("autotune ") && label.ends_with("] results"); }
 
 json best_to_json(const BestConfig& best) {
   return json{{"config", named_to_json(best.config)},
@@ -79,13 +82,20 @@ std::vector<BestConfig> decode_results(std::string_view text) {
 
 // Where `candidate` goes among a bucket's results: in place of the same shape's result unless
 // that one is faster (the same config built again fills in kernel entries an older record
-// lacks), else added, the oldest result making way when the bucket is full. Returns whether
-// `results` changed, and leaves what is stored for the shape in `candidate`.
-bool merge_result(std::vector<BestConfig>& results, BestConfig& candidate) {
+// lacks), else added, the result tuned longest ago making way when the bucket is full. Returns
+// whether `results` changed, and leaves what is stored for the shape in `candidate`.
+bool merge_result(const TuningKey& key, std::vector<BestConfig>& results, BestConfig& candidate) {
   auto same_shape = std::find_if(results.begin(), results.end(),
                                  [&](const BestConfig& r) { return r.tuned_shape == candidate.tuned_shape; });
   if (same_shape == results.end()) {
-    if (results.size() >= TuningDatabase::kShapesPerBucket) results.erase(results.begin());
+    if (results.size() >= TuningDatabase::kShapesPerBucket) {
+      auto oldest = std::min_element(results.begin(), results.end(), [](const BestConfig& a, const BestConfig& b) {
+        return a.tuned_unix < b.tuned_unix;
+      });
+      log::warn("tuning database: {} holds results for {} shapes; the one for [{}] makes way for [{}]", key.str(),
+                results.size(), oldest->tuned_shape.str(), candidate.tuned_shape.str());
+      results.erase(oldest);
+    }
     results.push_back(candidate);
     return true;
   }
@@ -176,7 +186,7 @@ BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& ca
   stored.arch = key.device.arch;
   cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
     std::vector<BestConfig> results = current ? decode_results(*current) : std::vector<BestConfig>{};
-    if (!merge_result(results, stored)) return std::nullopt;
+    if (!merge_result(key, results, stored)) return std::nullopt;
     return encode_results(results);
   });
   return stored;

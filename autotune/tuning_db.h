@@ -98,9 +98,10 @@ class TuningDatabase {
   std::optional<BestConfig> best(const TuningKey& key, const ProblemShape& shape) const;
   // Stores `candidate` as the best for its tuned shape unless a faster result for that shape
   // is stored already; returns what is stored for the shape afterwards. A bucket keeps the
-  // results of kShapesPerBucket shapes at most: the oldest make way.
+  // results of kShapesPerBucket shapes at most: the one tuned longest ago makes way (a
+  // warning names it).
   BestConfig offer_best(const TuningKey& key, const BestConfig& candidate);
-  static constexpr size_t kShapesPerBucket = 16;
+  static constexpr size_t kShapesPerBucket = 64;
 
   std::optional<TrialRecord> trial(const TuningKey& key, const ProblemShape& shape, const Config& config) const;
   void record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config, const TrialRecord& record);

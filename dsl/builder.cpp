@@ -36,12 +36,13 @@ Tile emit(OpKind kind, std::vector<ir::Value*> operands, ir::Type type, const So
   return Tile(op.result());
 }
 
-// An integer literal names a bit pattern of its operand's width, signed or not (0xff is an
-// i8's -1); one that does not fit would be cut silently.
+// An integer literal must be a value of its operand's dtype, or for a bitwise op (and i1) a bit
+// pattern of its width (0xff with an i8 is its -1); one that does not fit would be cut silently.
 void check_integer_literal(int64_t v, DType d, std::string_view op, const SourceLoc& loc) {
   const int bits = dtype_bits(d);
   if (bits >= 64) return;
-  const int64_t lowest = -(int64_t{1} << (bits - 1)), highest = (int64_t{1} << bits) - 1;
+  const bool bit_pattern = d == DType::i1 || op == "and" || op == "or" || op == "xor";
+  const int64_t lowest = -(int64_t{1} << (bits - 1)), highest = (int64_t{1} << (bit_pattern ? bits : bits - 1)) - 1;
   if (v < lowest || v > highest)
     user_error(op, loc, "integer literal {} does not fit dtype {} ({} to {}); cast explicitly", v, dtype_name(d),
                lowest, highest);

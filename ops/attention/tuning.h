@@ -6,7 +6,8 @@
 // left and, to the right, none (causal top-left, or bottom-right with T == S) or all (no mask),
 // with or without logsumexp; other calls, and shapes nobody tuned, take the heuristic
 // (config.h) unless TILEJIT_AUTOTUNE=1 tunes the shape on first use. The database is asked once
-// per bucket and process, and the answer remembered for the bucket.
+// per bucket and process (its result for the first call's shape, else for the nearest tuned
+// shape), and the answer remembered for the bucket.
 //
 // Candidates run through the op's own launch path on random inputs of the shape (one batch,
 // BN query heads over BN / G kv heads, contiguous), each checked once against a

@@ -2,8 +2,8 @@
 // tuning database under its dtypes, precision and operand layouts on its device (a result
 // tuned offline, loaded from a pack, or, with TILEJIT_AUTOTUNE=1, tuned on first use);
 // otherwise, and for batched calls and K = 0, the heuristic decides. The database is asked once
-// per shape bucket and process, so only a bucket's first call pays for the lookup (or tuning),
-// and each shape's answer is remembered, so later calls pay one lookup.
+// per shape and process (its result for the shape, else for the nearest shape of its bucket
+// that the config serves), and the answer is remembered, so later calls pay one map lookup.
 //
 // Candidates run through the op's own launch path (tensor descriptors that follow the tiles,
 // split-K's second kernel) on fresh random operands laid out as the call's, and each is

@@ -8,7 +8,8 @@ using namespace tilejit::dsl;
 
 Tile quantize_to_int8(const Tile& x) {
   Tile rounded = rint(cast(x, DType::f32));  // exact: the nearest integer of a value of x's dtype
-  return cast(minimum(maximum(rounded, -127.0), 127.0), DType::i8);
+  // NaN becomes 0, as XLA converts it (minimum and maximum would make it -127 or 127).
+  return cast(where(rounded == rounded, minimum(maximum(rounded, -127.0), 127.0), 0.0), DType::i8);
 }
 
 Kernel quant_int8_kernel(DType dtype) {

@@ -42,11 +42,14 @@ Compute scaled_compute(DType lhs, DType rhs) {
   return {DType::f32, Precision::tf32x3, 8, 32};
 }
 
-// Whether an operand's scale may multiply a sum of raw products instead of its values. The
-// products of fp8 and f16 values stay well inside f32's normal range (2^-48 to 2^32), so
-// either order gives the same sum; a bf16 or f32 value may need its scale to come into range
-// at all (2^-80 scaled by 2^80), so its scale goes on its tile.
-bool scale_after_products(DType d, int64_t block) { return block == 0 || is_fp8(d) || d == DType::f16; }
+// Whether the scales may multiply sums of raw products instead of the operands. The products of
+// fp8 and f16 values stay well inside f32's normal range (2^-48 to 2^32), so either order
+// gives the same sum; with a bf16 or f32 operand a product may leave the range where a scale
+// (its own, 2^-80 scaled by 2^80, or the other's) brings the result back.
+bool products_stay_in_range(DType lhs, DType rhs) {
+  auto narrow = [](DType d) { return is_fp8(d) || d == DType::f16; };
+  return narrow(lhs) && narrow(rhs);
+}
 
 int64_t pow2_ceil(int64_t v) {
   int64_t p = 1;
@@ -124,7 +127,8 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                                                            })
                                                : dot(a_at(kg), b_at(kg), zero, spec.precision);  // (BLOCK_M, BLOCK_N)
             // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
-            // tiny rhs one would pass f32's range on the way to a result inside it.
+            // tiny rhs one would pass f32's range on the way to a result inside it. (Scales
+            // whose product itself leaves f32's range, 2^127 x 2^10, still overflow.)
             std::optional<Tile> factor;
             if (spec.lhs_scale)
               factor = expand_dims(cast(load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"],
@@ -202,7 +206,7 @@ ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t r
     return use(stored, ScaleMode::none, std::clamp(pow2_ceil(k), stored.mma_k, stored.max_block_k));
   plan.group = std::gcd(lhs_block, rhs_block);  // gcd(b, 0) == b
   int64_t block_k = plan.group & -plan.group;   // the largest power of two dividing it
-  if (block_k >= stored.mma_k && scale_after_products(lhs, lhs_block) && scale_after_products(rhs, rhs_block))
+  if (block_k >= stored.mma_k && products_stay_in_range(lhs, rhs))
     return use(stored, ScaleMode::partial_products, std::min(block_k, stored.max_block_k));
   plan.group = 0;
   Compute scaled = scaled_compute(lhs, rhs);

@@ -4,16 +4,16 @@
 // rounded once to the output type.
 // The scales never leave registers, in one of two ways:
 //
-// - partial_products: when BLOCK_K divides every scale block and each scaled operand is fp8 or
-//   f16 (whose raw products stay inside f32's range), the K loop runs in steps of `group` (the
+// - partial_products: when BLOCK_K divides every scale block and both operands are fp8 or f16
+//   (whose raw products stay inside f32's range), the K loop runs in steps of `group` (the
 //   blocks' gcd), each step a chain of dots over its K tiles into an f32 partial product,
 //   which is multiplied by lhs_scale[m, step] * rhs_scale[step, n] and added to the
 //   accumulator. The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+;
 //   pairings that dot does not take directly are widened exactly (fp8 to bf16 or f16, f16 and
 //   bf16 together to f32 as tf32, which holds both exactly).
 // - operand_tiles: blocks that no power-of-two K tile divides with at least the tensor cores'
-//   K (blocks of 2, 3, 16 for fp8, ...), and scales of bf16 or f32 operands, are applied to the
-//   operand tiles in registers: each
+//   K (blocks of 2, 3, 16 for fp8, ...), and the scales beside a bf16 or f32 operand, are applied
+//   to the operand tiles in registers: each
 //   element times its scale in f32, then the product in bf16 when both operands are fp8 or bf16
 //   (exact with e8m0 scales; with bf16 scales rounded to bf16, as JAX rounds it), otherwise in
 //   f32 (tf32x3).

@@ -4,12 +4,18 @@
 
 namespace tilejit::emu {
 
+AllocationSnapshot::AllocationSnapshot(std::vector<Allocation> sorted) : sorted_(std::move(sorted)) {
+  reach_.reserve(sorted_.size());
+  for (const Allocation& a : sorted_) reach_.push_back(std::max(reach_.empty() ? 0 : reach_.back(), a.begin + a.bytes));
+}
+
 const Allocation* AllocationSnapshot::find(uintptr_t address, size_t bytes) const {
-  auto it = std::upper_bound(sorted_.begin(), sorted_.end(), address,
-                             [](uintptr_t a, const Allocation& x) { return a < x.begin; });
-  if (it == sorted_.begin()) return nullptr;
-  --it;
-  if (address + bytes <= it->begin + it->bytes) return &*it;
+  auto first_after = std::upper_bound(sorted_.begin(), sorted_.end(), address,
+                                      [](uintptr_t a, const Allocation& x) { return a < x.begin; });
+  // Back from the last allocation to start at or before `address`, until none further back
+  // reaches the range's end (at once, unless allocations overlap).
+  for (auto i = static_cast<size_t>(first_after - sorted_.begin()); i-- > 0 && reach_[i] >= address + bytes;)
+    if (address + bytes <= sorted_[i].begin + sorted_[i].bytes) return &sorted_[i];
   return nullptr;
 }
 
@@ -41,21 +47,10 @@ bool AllocationTable::contains(const void* begin) const {
 bool AllocationTable::covers(const void* begin, size_t bytes) const {
   auto address = reinterpret_cast<uintptr_t>(begin);
   std::lock_guard lock(mutex_);
-  auto it = allocations_.upper_bound(address);
-  if (it == allocations_.begin()) return false;
-  --it;
-  return address + bytes <= it->first + it->second;
-}
-
-bool AllocationTable::overlaps(const void* begin, size_t bytes) const {
-  auto address = reinterpret_cast<uintptr_t>(begin);
-  std::lock_guard lock(mutex_);
-  // Allocations never overlap one another: the last one to start before the range ends is the
-  // one to reach furthest into it.
-  auto it = allocations_.lower_bound(address + bytes);
-  if (it == allocations_.begin()) return false;
-  --it;
-  return it->first + it->second > address;
+  // Back from the last allocation to start at or before `address` (allocations may overlap).
+  for (auto it = std::make_reverse_iterator(allocations_.upper_bound(address)); it != allocations_.rend(); ++it)
+    if (address + bytes <= it->first + it->second) return true;
+  return false;
 }
 
 AllocationSnapshot AllocationTable::snapshot() const {

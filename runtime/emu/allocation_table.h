@@ -15,17 +15,20 @@ struct Allocation {
   size_t bytes = 0;
 };
 
+// Allocations may overlap: imports of views of one host buffer (a framework's q, k and v of
+// one packed tensor) are ranges of their own.
 class AllocationSnapshot {
  public:
   AllocationSnapshot() = default;
-  explicit AllocationSnapshot(std::vector<Allocation> sorted) : sorted_(std::move(sorted)) {}
+  explicit AllocationSnapshot(std::vector<Allocation> sorted);
   // The allocation holding [address, address + bytes), or null.
   const Allocation* find(uintptr_t address, size_t bytes) const;
   // The allocation nearest to `address` (for error messages), or null when there is none.
   const Allocation* nearest(uintptr_t address) const;
 
  private:
-  std::vector<Allocation> sorted_;
+  std::vector<Allocation> sorted_;  // by begin
+  std::vector<uintptr_t> reach_;    // reach_[i]: the furthest end of sorted_[0..i]
 };
 
 class AllocationTable {
@@ -35,8 +38,6 @@ class AllocationTable {
   bool contains(const void* begin) const;
   // Whether one allocation holds all of [begin, begin + bytes).
   bool covers(const void* begin, size_t bytes) const;
-  // Whether any allocation shares a byte with [begin, begin + bytes).
-  bool overlaps(const void* begin, size_t bytes) const;
   AllocationSnapshot snapshot() const;
 
  private:

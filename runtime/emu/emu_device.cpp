@@ -112,15 +112,18 @@ class EmuDevice : public Device {
   }
 
   // Imports of memory this device allocated (a DLPack round trip) are known already; other
-  // ranges are added while any import of them lives. An import that claims more than the
-  // allocation it starts in adds nothing (its accesses past that allocation are errors), so
-  // the allocation's own extent stays.
+  // ranges are added while any import of them lives. One that starts where an allocation of
+  // this device starts adds nothing, however much it claims (its accesses past the allocation
+  // are errors): the allocation keeps its extent. A later, larger import of a start this added
+  // (x[0:1], then x) widens the range.
   void add_external_memory(const void* begin, size_t bytes) override {
     std::lock_guard lock(external_mutex_);
     External& e = external_[begin];
-    if (e.imports++ == 0 && bytes > 0 && !allocations_.overlaps(begin, bytes)) {
-      allocations_.add(begin, bytes);
-      e.added = true;
+    if (e.imports++ == 0) {
+      e.added = !allocations_.contains(begin) && !allocations_.covers(begin, bytes);
+      if (e.added) allocations_.add(begin, e.bytes = bytes);
+    } else if (e.added && bytes > e.bytes) {
+      allocations_.add(begin, e.bytes = bytes);
     }
   }
   void remove_external_memory(const void* begin) override {
@@ -242,6 +245,7 @@ class EmuDevice : public Device {
   struct External {
     int imports = 0;
     bool added = false;  // whether the allocation table got the range for it
+    size_t bytes = 0;    // the range added: the largest import's
   };
   std::mutex external_mutex_;
   std::map<const void*, External> external_;

@@ -392,6 +392,11 @@ TEST_F(TunerTest, ABucketKeepsTheNewestShapesResults) {
   EXPECT_EQ(results.front().tuned_shape, (ProblemShape{{{"n", 515}}}));
   EXPECT_EQ(results.back().tuned_shape, (ProblemShape{{{"n", 513 + kept + 1}}}));
   EXPECT_FALSE(db_.best(key, ProblemShape{{{"n", 514}}}));
+  // Tuned again (a faster result), the oldest shape is the newest: the next oldest makes way.
+  db_.offer_best(key, {synthetic_config(64, 4), 0.5, ProblemShape{{{"n", 515}}}, 10000, {}});
+  db_.offer_best(key, {synthetic_config(64, 4), 1.0, ProblemShape{{{"n", 1000}}}, 10001, {}});
+  EXPECT_TRUE(db_.best(key, ProblemShape{{{"n", 515}}}));
+  EXPECT_FALSE(db_.best(key, ProblemShape{{{"n", 516}}}));
 }
 
 TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
@@ -399,7 +404,7 @@ TEST_F(TunerTest, AnUnreadableBestEntryIsIgnoredAndReplaced) {
   TuneResult r = tune(op_, shape_, runner, db_, all_configs());
   int damaged = 0;
   for (const CacheEntryInfo& entry : cache_.list())
-    if (entry.label.ends_with(" best")) {
+    if (entry.label.ends_with(" results")) {
       cache_.put(entry.key, entry.label, "{not json");
       ++damaged;
     }

@@ -14,17 +14,20 @@ namespace {
 
 using namespace tjops;
 
-// quant_int8 of one value, as the reference: clip(round_half_to_even(x), -127, 127).
-LD quant(LD x) { return std::clamp<LD>(std::nearbyint(x), -127, 127); }
+// quant_int8 of one value, as the reference: clip(round_half_to_even(x), -127, 127), and NaN
+// converted to int8 as XLA converts it, to 0.
+LD quant(LD x) { return std::isnan(x) ? 0 : std::clamp<LD>(std::nearbyint(x), -127, 127); }
 
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& words) {
   std::string message = tilejit::testing_util::error_of(f);
   for (const std::string& word : words) EXPECT_NE(message.find(word), std::string::npos) << word << " not in: " << message;
 }
 
-TEST(Int8, QuantInt8RoundsHalfToEvenAndClips) {
+TEST(Int8, QuantInt8RoundsHalfToEvenClipsAndZeroesNaN) {
   TJ_SEEDED_RNG(rng);
-  const std::vector<LD> edges = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, 128, -127.5, -128, -300, 1e6, 0.49, -0};
+  const LD inf = std::numeric_limits<LD>::infinity();
+  const std::vector<LD> edges = {0.5, 1.5,  2.5,  -0.5, -1.5, -2.5, 126.5, 127.5, 128, -127.5,
+                                 -128, -300, 1e6, 0.49, -0,   NAN,  inf,   -inf};
   for (DType d : {DType::f32, DType::f16, DType::bf16}) {
     SCOPED_TRACE(name_of(d));
     Host x = random_host(d, 3000, rng, -160, 160);

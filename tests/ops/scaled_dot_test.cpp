@@ -230,7 +230,7 @@ TEST(ScaledDot, EmptyResultsAndEmptySums) {
 }
 
 // Scales far from 1 that cancel: a huge lhs scale against a tiny rhs one (fp8 data, where the
-// scales multiply the sums), and bf16 values that only their scales bring into f32's range.
+// scales multiply the sums), and bf16 values that only the scales bring back into f32's range.
 // The result is inside f32's range, as the definition computes it.
 TEST(ScaledDot, ScalesThatCancelStayInRange) {
   auto filled = [](DType d, const Shape& shape, LD value) {
@@ -251,6 +251,14 @@ TEST(ScaledDot, ScalesThatCancelStayInRange) {
     c.options.preferred_element_type = f32;
     expect_scaled_dot(std::string(dtype_name(data)) + " data", c);
   }
+  // An unscaled bf16 operand beside a scaled fp8 one: 448 x 2^120 passes f32's range before the
+  // scale 2^-20 brings the result back.
+  ScaledDotCall mixed;
+  mixed.lhs = filled(e4m3, {m, k}, 448);
+  mixed.lhs_scale = filled(e8m0, {m, k / 32}, std::ldexp(1.0L, -20));
+  mixed.rhs = filled(bf16, {k, n}, std::ldexp(1.0L, 120));
+  mixed.options.preferred_element_type = f32;
+  expect_scaled_dot("e4m3 x unscaled bf16", mixed);
 }
 
 TEST(ScaledDot, OtherArchitectures) {
@@ -301,15 +309,17 @@ TEST(ScaledDotPlan, HowTheScalesAreApplied) {
   p = plan(e4m3, e4m3, 16, 16);  // below fp8's K of 32: scaled in registers
   EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   EXPECT_EQ(p.compute, bf16);
-  p = plan(e4m3, bf16, 16, 0);
+  p = plan(f16, e4m3, 16, 0);
   EXPECT_EQ(p.mode, ScaleMode::partial_products);
-  EXPECT_EQ(p.compute, bf16);
+  EXPECT_EQ(p.compute, f16);
   EXPECT_EQ(p.group, 16);
-  p = plan(bf16, e4m3, 16, 0);  // a scaled bf16 operand: its products may leave f32's range
-  EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
-  EXPECT_EQ(p.compute, bf16);
-  p = plan(f16, e4m3, 32, 32);
-  EXPECT_EQ(p.mode, ScaleMode::partial_products);
+  // Beside a bf16 operand, scaled or not, a product may leave f32's range where a scale brings
+  // the result back.
+  for (auto [lb, rb] : {std::pair{16, 0}, std::pair{0, 32}}) {
+    p = plan(bf16, e4m3, lb, rb);
+    EXPECT_EQ(p.mode, ScaleMode::operand_tiles) << lb << " " << rb;
+    EXPECT_EQ(p.compute, bf16);
+  }
   for (int64_t block : {2, 3, 6, 24}) {
     p = plan(e4m3, bf16, block, 32);
     EXPECT_EQ(p.mode, ScaleMode::operand_tiles) << block;
@@ -319,12 +329,10 @@ TEST(ScaledDotPlan, HowTheScalesAreApplied) {
   EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   EXPECT_EQ(p.compute, f32);
   EXPECT_EQ(p.precision, tilejit::dsl::Precision::tf32x3);
-  p = plan(f16, bf16, 32, 0);  // tf32 holds both exactly
-  EXPECT_EQ(p.mode, ScaleMode::partial_products);
+  p = plan(f16, bf16, 0, 0);  // tf32 holds both exactly
+  EXPECT_EQ(p.mode, ScaleMode::none);
   EXPECT_EQ(p.compute, f32);
   EXPECT_EQ(p.precision, tilejit::dsl::Precision::tf32);
-  p = plan(f16, bf16, 32, 32);  // the bf16 operand's scale goes on its tile
-  EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   p = plan(f32, e4m3, 0, 0);
   EXPECT_EQ(p.mode, ScaleMode::none);
   EXPECT_EQ(p.precision, tilejit::dsl::Precision::tf32x3);

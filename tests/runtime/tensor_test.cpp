@@ -126,6 +126,39 @@ TEST(Tensor, ImportedHostMemoryRunsInTheEmulator) {
   EXPECT_TRUE(deleted);  // the producer's deleter ran when the last reference went away
 }
 
+// Views of one host buffer that a framework hands over one by one: its first two elements,
+// then a window that starts inside them and ends past them, then the whole buffer (the first
+// view's start, a larger extent). Each runs in the emulator.
+TEST(Tensor, OverlappingImportsOfOneHostBufferAllRun) {
+  std::vector<float> buffer = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto view = [&](int64_t offset, int64_t n) {
+    auto* managed = new DLManagedTensor{};
+    managed->dl_tensor = {buffer.data() + offset, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, new int64_t[1]{n}, nullptr, 0};
+    managed->deleter = [](DLManagedTensor* self) {
+      delete[] self->dl_tensor.shape;
+      delete self;
+    };
+    return Tensor::from_dlpack(managed);
+  };
+  using namespace tilejit::dsl;
+  JitKernel twice(define_kernel("twice_n", {"x", "out", "n"}, {{"BLOCK", 8}},
+                                [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
+                                  Tile offs = arange(0, c["BLOCK"]);
+                                  store(out + offs, load(x + offs, offs < n) * 2.0, offs < n);
+                                }));
+  auto doubled = [&](const Tensor& x) {
+    Tensor out = Tensor::empty(Device::emu(), DType::f32, {x.dim(0)});
+    twice.launch(Device::emu().default_stream(), {1}, x, out, static_cast<int32_t>(x.dim(0)));
+    return out.to_host<float>();
+  };
+  Tensor head = view(0, 2);
+  EXPECT_EQ(doubled(head), (std::vector<float>{2, 4}));
+  Tensor window = view(1, 6);
+  EXPECT_EQ(doubled(window), (std::vector<float>{4, 6, 8, 10, 12, 14}));
+  Tensor whole = view(0, 8);
+  EXPECT_EQ(doubled(whole), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
+}
+
 // An import that claims more memory than the allocation it starts in (a producer's mistake)
 // leaves that allocation's extent as it was: reading past it is an error, and both free
 // cleanly.

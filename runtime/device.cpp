@@ -40,14 +40,25 @@ Event::~Event() {
   if (handle_) device_->destroy_event(handle_);
 }
 
-void Event::record(Stream& stream) {
-  if (&stream.device() != device_) fail("event of {} recorded on a stream of {}", device_->info().name, stream.device().info().name);
-  device_->record_event(handle_, stream.handle());
+// A moved-from event has no handle: using it is an error, not a null dereference.
+void* Event::live_handle(const char* use) const {
+  if (!handle_) fail("{} of an event that was moved from", use);
+  return handle_;
 }
 
-void Event::synchronize() { device_->synchronize_event(handle_); }
+void Event::record(Stream& stream) {
+  if (&stream.device() != device_)
+    fail("event of {} recorded on a stream of {}", device_->info().name, stream.device().info().name);
+  device_->record_event(live_handle("record"), stream.handle());
+}
 
-float Event::elapsed_ms(const Event& end) const { return device_->elapsed_ms(handle_, end.handle_); }
+void Event::synchronize() { device_->synchronize_event(live_handle("synchronize")); }
+
+float Event::elapsed_ms(const Event& end) const {
+  if (end.device_ != device_)
+    fail("elapsed_ms from an event of {} to one of {}", device_->info().name, end.device_->info().name);
+  return device_->elapsed_ms(live_handle("elapsed_ms"), end.live_handle("elapsed_ms"));
+}
 
 void Device::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   copy_async(dst, src, bytes, kind, default_stream());
@@ -68,7 +79,9 @@ Device& Device::by_name(const std::string& name) {
   if (name == "cuda") return cuda(0);
   if (name.rfind("cuda:", 0) == 0) {
     std::string digits = name.substr(5);
-    if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos) return cuda(std::stoi(digits));
+    // Digits only, and few enough for an int.
+    if (!digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos)
+      return cuda(std::stoi(digits));
   }
   if (name == "best") return best();
   fail("unknown device '{}': use emu, emu:ARCH, cuda, cuda:N or best", name);

@@ -70,6 +70,7 @@ class Event {
   void* handle() const { return handle_; }
 
  private:
+  void* live_handle(const char* use) const;
   Device* device_;
   void* handle_;
 };

@@ -14,6 +14,12 @@ constexpr size_t kMaxDescriptors = 8;
 // stride, then a size and a stride per outer dim.
 constexpr size_t kMaxParamsPerDescriptor = 5 + 2 * TensorDescriptor::kMaxOuterDims;
 
+// "cuda:1 (NVIDIA H100 80GB HBM3)", or the emulator's name.
+std::string device_label(const Device& d) {
+  const DeviceInfo& info = d.info();
+  return info.kind == DeviceKind::cuda ? fmt::format("cuda:{} ({})", info.ordinal, info.name) : info.name;
+}
+
 // What a launch's arguments specialize the kernel for: a code per parameter (below), and the
 // block shape of each descriptor argument.
 struct SpecializationKey {
@@ -76,14 +82,17 @@ LaunchDims launch_dims(const KernelReport& report, const LaunchDims& dims) {
   if (grid.x > kMaxGridX || grid.y > kMaxGridYZ || grid.z > kMaxGridYZ)
     fail("launch of {}: grid ({}, {}, {}) exceeds what a GPU launches ({} programs along x, {} along y and z)",
          report.name, grid.x, grid.y, grid.z, kMaxGridX, kMaxGridYZ);
-  if (needed == Dim3{} || given == needed) return dims;
-  if (given != Dim3{})
+  if (given.x == 0 || given.y == 0 || given.z == 0)
+    fail("launch of {}: clusters of ({}, {}, {}) CTAs given; each dim must be at least 1", report.name, given.x,
+         given.y, given.z);
+  if (needed != Dim3{} && given != Dim3{} && given != needed)
     fail("launch of {}: clusters of ({}, {}, {}) CTAs given; the kernel is compiled for clusters of ({}, {}, {})",
          report.name, given.x, given.y, given.z, needed.x, needed.y, needed.z);
-  if (grid.x % needed.x || grid.y % needed.y || grid.z % needed.z)
+  const Dim3 cluster = needed != Dim3{} ? needed : given;
+  if (grid.x % cluster.x || grid.y % cluster.y || grid.z % cluster.z)
     fail("launch of {}: the kernel runs in clusters of ({}, {}, {}) CTAs, which do not tile the grid ({}, {}, {})",
-         report.name, needed.x, needed.y, needed.z, grid.x, grid.y, grid.z);
-  return {grid, needed};
+         report.name, cluster.x, cluster.y, cluster.z, grid.x, grid.y, grid.z);
+  return {grid, cluster};
 }
 
 }  // namespace
@@ -125,7 +134,7 @@ struct BoundKernel::State {
   mutable std::mutex mutex;
   mutable std::vector<Built> built;
 
-  void check(std::span<const KernelArg> args) const {
+  void check(const Device& device, std::span<const KernelArg> args) const {
     if (args.size() != params.size()) {
       std::string names;
       for (auto& p : params) names += (names.empty() ? "" : ", ") + p.name;
@@ -137,6 +146,10 @@ struct BoundKernel::State {
         fail("kernel {}: argument {} ('{}') must be {}, got {}", kernel->name(), i, params[i].name, type_name(params[i]),
              args[i].describe());
       if (params[i].descriptor) args[i].descriptor().check();
+      // Another device's memory would fault the launch (on a GPU, for the rest of the process).
+      if (args[i].device() && args[i].device() != &device)
+        fail("kernel {}: argument {} ('{}') is memory of {}, but the launch is on {}", kernel->name(), i,
+             params[i].name, device_label(*args[i].device()), device_label(device));
     }
   }
 
@@ -178,7 +191,7 @@ struct BoundKernel::State {
   }
 
   std::shared_ptr<LoadedKernel> get(Device& device, std::span<const KernelArg> args) const {
-    check(args);
+    check(device, args);
     SpecializationKey key = specialization(args);
     {
       std::lock_guard lock(mutex);
@@ -253,7 +266,12 @@ JitKernel::JitKernel(dsl::Kernel kernel) : state_(std::make_shared<State>()) {
     fail("kernel {}: {} parameters; the launch API supports up to {}", kernel.name(), kernel.params().size(), kMaxParams);
   size_t descriptors = 0;
   for (const ir::Param& p : kernel.params()) {
-    state_->params.push_back({p.name, p.type.pointer, p.type.descriptor, p.type.dtype});
+    // A scalar parameter takes what KernelArg holds: i32, i64 or f32.
+    const DType d = p.type.dtype;
+    if (!p.type.pointer && !p.type.descriptor && d != DType::i32 && d != DType::i64 && d != DType::f32)
+      fail("kernel {}: scalar parameter '{}' is {}; launches pass i32, i64 or f32 scalars (cast inside the kernel)",
+           kernel.name(), p.name, dtype_name(d));
+    state_->params.push_back({p.name, p.type.pointer, p.type.descriptor, d});
     descriptors += p.type.descriptor;
   }
   if (descriptors > kMaxDescriptors)

@@ -60,7 +60,7 @@ class KernelArg {
   KernelArg(float v) : kind_(Kind::f32) { set(v); }    // NOLINT
   KernelArg(const Tensor& t);                          // NOLINT: its data pointer, typed by its dtype
   KernelArg(const TensorDescriptor& d)                 // NOLINT
-      : kind_(Kind::tensor_descriptor), dtype_(d.dtype), descriptor_(&d) {}
+      : kind_(Kind::tensor_descriptor), dtype_(d.dtype), descriptor_(&d), device_(d.device) {}
   // A pointer to elements of `dtype` (f16, bf16, fp8, ... have no C++ type).
   static KernelArg pointer(void* device_pointer, DType dtype);
   // A pointer whose element type is not checked.
@@ -71,6 +71,8 @@ class KernelArg {
   uint64_t bits() const { return bits_; }
   const void* value() const { return &bits_; }
   const TensorDescriptor& descriptor() const { return *descriptor_; }  // Kind::tensor_descriptor only
+  // The device whose memory it points to, when it came from a Tensor (null for raw pointers).
+  const Device* device() const { return device_; }
   std::string describe() const;  // "an f32 pointer", "an i32 scalar", ...
 
  private:
@@ -84,6 +86,7 @@ class KernelArg {
   DType dtype_ = DType::i32;
   uint64_t bits_ = 0;
   const TensorDescriptor* descriptor_ = nullptr;
+  const Device* device_ = nullptr;
 };
 
 // A kernel with its constants fixed. Cheap to copy; copies share the compiled kernels.

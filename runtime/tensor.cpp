@@ -65,6 +65,19 @@ Device& device_from_dl(DLDevice d) {
   fail("from_dlpack: DLPack device type {} is not supported (CUDA and CPU are)", static_cast<int>(d.device_type));
 }
 
+// Refuses (naming `what`) a tensor of non-negative `shape` that would span 2^62 bytes or more,
+// so that element and byte counts, offsets and spans stay far from int64's overflow.
+void check_span(const std::vector<int64_t>& shape, DType dtype, std::string_view what) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return;
+  const int64_t limit = (int64_t{1} << 62) / dtype_storage_bytes(dtype);  // elements
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (n > limit / d) fail("{}: a {} tensor of shape [{}] spans 2^62 bytes or more", what, dtype_name(dtype),
+                            fmt::join(shape, ", "));
+    n *= d;
+  }
+}
+
 // What an exported DLManagedTensor owns: the tensor (keeping its memory alive) and the
 // shape and strides arrays DLPack points to.
 struct Exported {
@@ -95,11 +108,17 @@ Tensor Tensor::unallocated(Device& device, DType dtype, std::vector<int64_t> sha
   Tensor t;
   for (int64_t d : shape)
     if (d < 0) fail("{}: negative dimension in shape of {} tensor", maker, dtype_name(dtype));
+  check_span(shape, dtype, maker);
   t.device_ = &device;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.strides_ = contiguous_strides(t.shape_);
   return t;
+}
+
+void Tensor::check_element_size(size_t bytes, const char* use) const {
+  if (bytes != static_cast<size_t>(dtype_storage_bytes(dtype_)))
+    fail("{}: {} has {}-byte elements, not {}-byte ones", use, describe(), dtype_storage_bytes(dtype_), bytes);
 }
 
 // At least one byte, so that even an empty tensor has an address of its own.
@@ -113,6 +132,8 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed, std::optional<DType> as) {
     if (t->deleter) t->deleter(t);
   });
   const DLTensor& dl = managed->dl_tensor;
+  if (dl.ndim < 0 || (dl.ndim > 0 && !dl.shape))
+    fail("from_dlpack: the tensor's ndim is {} and its shape {}", dl.ndim, dl.shape ? "given" : "null");
   Tensor t;
   t.dtype_ = from_dl(dl.dtype, as);
   t.device_ = &device_from_dl(dl.device);
@@ -193,7 +214,8 @@ Tensor Tensor::view(std::vector<int64_t> shape, int64_t element_offset) const {
   v.strides_ = contiguous_strides(v.shape_);
   for (int64_t d : v.shape_)
     if (d < 0) fail("view of {}: negative dimension in shape {}", describe(), v.describe());
-  if (element_offset < 0 || element_offset + v.numel() > numel())
+  check_span(v.shape_, dtype_, "view of " + describe());
+  if (element_offset < 0 || element_offset > numel() || v.numel() > numel() - element_offset)
     fail("view of {}: {} elements from offset {} reach past its {} elements", describe(), v.numel(), element_offset,
          numel());
   v.data_ = static_cast<char*>(data_) + element_offset * dtype_storage_bytes(dtype_);
@@ -220,8 +242,8 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
   int d = dim < 0 ? dim + rank() : dim;
   if (d < 0 || d >= rank()) fail("slice of {}: dim {} is out of range", describe(), dim);
   int64_t size = shape_[static_cast<size_t>(d)];
-  if (start < 0 || length < 0 || start + length > size)
-    fail("slice of {}: elements {} to {} of dim {} (size {})", describe(), start, start + length - 1, dim, size);
+  if (start < 0 || length < 0 || start > size || length > size - start)
+    fail("slice of {}: {} elements from {} of dim {} (size {})", describe(), length, start, dim, size);
   Tensor v = *this;
   v.shape_[static_cast<size_t>(d)] = length;
   v.data_ = static_cast<char*>(data_) + start * strides_[static_cast<size_t>(d)] * dtype_storage_bytes(dtype_);
@@ -256,6 +278,6 @@ void Tensor::fill_bytes(uint8_t value) {
   device_->default_stream().synchronize();
 }
 
-KernelArg::KernelArg(const Tensor& t) : KernelArg(pointer(t.data(), t.dtype())) {}
+KernelArg::KernelArg(const Tensor& t) : KernelArg(pointer(t.data(), t.dtype())) { device_ = &t.device(); }
 
 }  // namespace tilejit

@@ -30,7 +30,8 @@ class Tensor {
   // emulator. Bool tensors (DLPack 0.8's code) become i1. `as` reads the bytes of an 8-bit
   // integer or bool tensor as a 1-byte dtype DLPack 0.6 has no code for (f8e4m3, f8e5m2,
   // e8m0, i1): how fp8 data and scales come from frameworks. Throws for other devices, dtypes
-  // tilejit lacks, negative dims or strides, misaligned data, and a span of 2^62 bytes.
+  // tilejit lacks, a malformed shape, negative dims or strides, misaligned data, and a span of
+  // 2^62 bytes; `managed` is taken over either way (its deleter has run when it throws).
   static Tensor from_dlpack(DLManagedTensor* managed, std::optional<DType> as = std::nullopt);
   // A DLPack view of this tensor that keeps its memory alive until the consumer calls the
   // deleter.
@@ -63,12 +64,15 @@ class Tensor {
   // Whole-tensor copies for contiguous tensors (synchronous, on the default stream).
   void copy_from_host(const void* src, size_t bytes);
   void copy_to_host(void* dst, size_t bytes) const;
+  // These two take T of the dtype's size (float for f32, uint16_t for bf16, ...).
   template <typename T>
   void copy_from_host(std::span<const T> values) {
+    check_element_size(sizeof(T), "copy_from_host");
     copy_from_host(values.data(), values.size_bytes());
   }
   template <typename T>
   std::vector<T> to_host() const {
+    check_element_size(sizeof(T), "to_host");
     std::vector<T> out(static_cast<size_t>(bytes()) / sizeof(T));
     copy_to_host(out.data(), out.size() * sizeof(T));
     return out;
@@ -80,6 +84,7 @@ class Tensor {
   // A contiguous tensor of `shape` with no memory yet; `maker` names the caller in errors.
   static Tensor unallocated(Device& device, DType dtype, std::vector<int64_t> shape, const char* maker);
   size_t allocation_bytes() const;
+  void check_element_size(size_t bytes, const char* use) const;
 
   std::shared_ptr<void> storage_;  // keeps the memory alive
   Device* device_ = nullptr;

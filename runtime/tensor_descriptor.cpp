@@ -13,7 +13,8 @@ TensorDescriptor TensorDescriptor::of(const Tensor& t, std::array<int64_t, 2> bl
   if (t.strides()[last] != 1 && t.shape()[last] > 1)
     fail("TensorDescriptor::of: {} has column stride {}; a descriptor's columns must be contiguous", t.describe(),
          t.strides()[last]);
-  TensorDescriptor d{t.data(), t.dtype(), {t.shape()[last - 1], t.shape()[last]}, t.strides()[last - 1], block, {}};
+  TensorDescriptor d{t.data(), t.dtype(), {t.shape()[last - 1], t.shape()[last]}, t.strides()[last - 1], block, {},
+                     &t.device()};
   // A dim of size 1 has any stride; TMA wants a valid one.
   for (size_t i = 0; i + 2 < t.shape().size(); ++i)
     d.outer.push_back({t.shape()[i], t.shape()[i] == 1 ? d.row_stride : t.strides()[i]});

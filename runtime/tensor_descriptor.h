@@ -23,6 +23,8 @@
 
 namespace tilejit {
 
+class Device;
+
 class Tensor;
 
 // A dim before the rows of a TensorDescriptor.
@@ -41,6 +43,7 @@ struct TensorDescriptor {
   int64_t row_stride = 0;          // elements from one row to the next
   std::array<int64_t, 2> block{};  // rows, columns of one desc_load
   std::vector<DescriptorDim> outer;  // the dims before the rows, outermost first
+  const Device* device = nullptr;    // whose memory `data` is, when known (of() sets it)
 
   // A descriptor of `t` (rank 2 to 5), whose last dim must be contiguous: its last two dims
   // are the rows and columns, those before them the outer dims.

@@ -111,16 +111,16 @@ class EmuDevice : public Device {
     if (bytes > 0) std::memmove(dst, src, bytes);  // an empty tensor's pointer may be null
   }
 
-  // Imports of memory this device allocated (a DLPack round trip) are known already; other
-  // ranges are added while any import of them lives. One that starts where an allocation of
-  // this device starts adds nothing, however much it claims (its accesses past the allocation
-  // are errors): the allocation keeps its extent. A later, larger import of a start this added
-  // (x[0:1], then x) widens the range.
+  // An import's range is added while any import of its start lives, as a range of its own
+  // (the allocation checks allow overlaps), so dropping one import never unregisters another's
+  // memory. One that starts where an allocation of this device starts (a DLPack round trip)
+  // adds nothing, however much it claims: that allocation keeps its extent, and accesses past
+  // it are errors. A later, larger import of a start this added (x[0:1], then x) widens its range.
   void add_external_memory(const void* begin, size_t bytes) override {
     std::lock_guard lock(external_mutex_);
     External& e = external_[begin];
     if (e.imports++ == 0) {
-      e.added = !allocations_.contains(begin) && !allocations_.covers(begin, bytes);
+      e.added = !allocations_.contains(begin);
       if (e.added) allocations_.add(begin, e.bytes = bytes);
     } else if (e.added && bytes > e.bytes) {
       allocations_.add(begin, e.bytes = bytes);

@@ -7,6 +7,7 @@
 
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
+#include "runtime/tensor_descriptor.h"
 #include "tests/error_message.h"
 
 namespace tilejit {
@@ -79,6 +80,45 @@ TEST(LaunchApi, GridsBeyondAGpusLimitsAreErrors) {
   b.out.fill_bytes(0xff);
   k.launch(s, {1, 65535, 1}, b.x, b.out, int32_t{0}, 2.0f);  // at the limit; n = 0 stores nothing
   EXPECT_TRUE(std::isnan(b.out.to_host<float>()[0]));
+}
+
+// Memory of another device would fault the launch (on a GPU, for the rest of the process).
+TEST(LaunchApi, ArgumentsOfAnotherDeviceAreErrors) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  Device& other = Device::by_name("emu:sm_80");
+  Tensor elsewhere = Tensor::empty(other, DType::f32, {1000});
+  EXPECT_THAT(error_of([&] { k.launch(Device::emu().default_stream(), {1}, elsewhere, b.out, int32_t{10}, 2.0f); }),
+              HasSubstr("kernel scale: argument 0 ('x') is memory of " + other.info().name + ", but the launch is on " +
+                        Device::emu().info().name));
+  JitKernel copy(define_kernel("copy_tile", {"in", "out"}, {}, [](const Constants&, TensorDesc<f32> in, Ptr<f32> out) {
+    store(out + expand_dims(arange(0, 8), 1) * 8 + expand_dims(arange(0, 8), 0), desc_load(in, {0, 0}));
+  }));
+  TensorDescriptor d = TensorDescriptor::of(Tensor::empty(other, DType::f32, {8, 8}), {8, 8});
+  EXPECT_THAT(error_of([&] { copy.launch(Device::emu().default_stream(), {1}, d, b.out); }),
+              HasSubstr("argument 0 ('in') is memory of " + other.info().name));
+}
+
+// Clusters the caller gives must tile the grid, as those the kernel is compiled for must.
+TEST(LaunchApi, GivenClustersMustTileTheGrid) {
+  JitKernel k(scale_kernel());
+  Buffers b;
+  const KernelArg args[] = {b.x, b.out, int32_t{10}, 2.0f};
+  BoundKernel bound = k.with({});
+  EXPECT_THAT(error_of([&] { bound.launch_args(Device::emu().default_stream(), {{4, 1, 1}, {3, 1, 1}}, args); }),
+              HasSubstr("launch of scale: the kernel runs in clusters of (3, 1, 1) CTAs, which do not tile the grid"));
+  EXPECT_THAT(error_of([&] { bound.launch_args(Device::emu().default_stream(), {{4, 1, 1}, {0, 1, 1}}, args); }),
+              HasSubstr("clusters of (0, 1, 1) CTAs given; each dim must be at least 1"));
+}
+
+// A scalar parameter no launch can pass (KernelArg holds i32, i64 and f32) is refused up front.
+TEST(LaunchApi, ScalarParametersOfOtherDtypesAreRefused) {
+  auto half_scale = [] {
+    return define_kernel("half_scale", {"out", "s"}, {},
+                         [](const Constants&, Ptr<f16> out, Scalar<f16> s) { store(out, s); });
+  };
+  EXPECT_THAT(error_of([&] { (void)JitKernel(half_scale()); }),
+              HasSubstr("kernel half_scale: scalar parameter 's' is f16; launches pass i32, i64 or f32 scalars"));
 }
 
 // An i32 argument of an i64 parameter arrives sign-extended: -5 stays -5, not 2^32 - 5.

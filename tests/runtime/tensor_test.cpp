@@ -2,6 +2,9 @@
 // host memory from another framework usable by emulated kernels, clear errors otherwise.
 #include <dlpack/dlpack.h>
 
+#include <limits>
+#include <optional>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -37,6 +40,18 @@ DLManagedTensor* make_foreign(std::vector<float> values, std::vector<int64_t> sh
   return &f->managed;
 }
 
+// Elements offset .. offset + n - 1 of `buffer` (which outlives it), imported as another
+// framework's CPU tensor hands them over.
+Tensor import_host_view(std::vector<float>& buffer, int64_t offset, int64_t n) {
+  auto* managed = new DLManagedTensor{};
+  managed->dl_tensor = {buffer.data() + offset, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, new int64_t[1]{n}, nullptr, 0};
+  managed->deleter = [](DLManagedTensor* self) {
+    delete[] self->dl_tensor.shape;
+    delete self;
+  };
+  return Tensor::from_dlpack(managed);
+}
+
 TEST(Tensor, EmptyIsContiguous) {
   Tensor t = Tensor::empty(Device::emu(), DType::bf16, {3, 4, 5});
   EXPECT_EQ(t.strides(), (std::vector<int64_t>{20, 5, 1}));
@@ -65,6 +80,46 @@ TEST(Tensor, CopiesCheckSizes) {
   std::vector<float> three(3);
   EXPECT_THAT(error_of([&] { t.copy_from_host(std::span<const float>(three)); }),
               HasSubstr("12 bytes given for f32[4] on emu (16 bytes)"));
+}
+
+// Shapes whose element or byte counts would overflow are refused, not allocated in a byte.
+TEST(Tensor, SizesPastInt64AreRefused) {
+  Device& emu = Device::emu();
+  EXPECT_THAT(error_of([&] { Tensor::empty(emu, DType::f32, {int64_t{1} << 61}); }),
+              HasSubstr("Tensor::empty: a f32 tensor of shape [2305843009213693952] spans 2^62 bytes or more"));
+  EXPECT_THAT(error_of([&] { Tensor::empty(emu, DType::i8, {int64_t{1} << 32, int64_t{1} << 32}); }),
+              HasSubstr("spans 2^62 bytes or more"));
+  EXPECT_EQ(Tensor::empty(emu, DType::f32, {0, int64_t{1} << 62}).numel(), 0);
+  Tensor t = Tensor::empty(emu, DType::f32, {4});
+  EXPECT_THAT(error_of([&] { t.view({int64_t{1} << 40, int64_t{1} << 40}); }), HasSubstr("spans 2^62 bytes or more"));
+  EXPECT_THAT(error_of([&] { t.view({1}, std::numeric_limits<int64_t>::max()); }), HasSubstr("reach past its 4"));
+  EXPECT_THAT(error_of([&] { t.slice(0, 1, std::numeric_limits<int64_t>::max()); }),
+              HasSubstr("slice of f32[4] on emu: 9223372036854775807 elements from 1 of dim 0 (size 4)"));
+}
+
+TEST(Tensor, HostCopiesTakeElementsOfTheDtypesSize) {
+  Tensor t = Tensor::empty(Device::emu(), DType::bf16, {4});
+  EXPECT_THAT(error_of([&] { t.to_host<float>(); }),
+              HasSubstr("to_host: bf16[4] on emu has 2-byte elements, not 4-byte"));
+  std::vector<int32_t> v(2);
+  EXPECT_THAT(error_of([&] { t.copy_from_host(std::span<const int32_t>(v)); }), HasSubstr("copy_from_host"));
+}
+
+TEST(Tensor, EventsAreUsedOnTheirDeviceWhileTheyHoldAHandle) {
+  Device& emu = Device::emu();
+  Device& other = Device::by_name("emu:sm_80");
+  Event start = emu.create_event(), end = other.create_event();
+  start.record(emu.default_stream());
+  end.record(other.default_stream());
+  EXPECT_THAT(error_of([&] { start.elapsed_ms(end); }), HasSubstr("elapsed_ms from an event of"));
+  Event moved = std::move(start);
+  EXPECT_THAT(error_of([&] { start.record(emu.default_stream()); }),
+              HasSubstr("record of an event that was moved from"));
+  EXPECT_THAT(error_of([&] { moved.elapsed_ms(start); }), HasSubstr("elapsed_ms of an event that was moved from"));
+}
+
+TEST(Tensor, DeviceNamesOutOfRangeAreErrors) {
+  EXPECT_THAT(error_of([] { Device::by_name("cuda:99999999999"); }), HasSubstr("unknown device 'cuda:99999999999'"));
 }
 
 TEST(Tensor, ViewsShareMemoryAndKeepItAlive) {
@@ -131,15 +186,7 @@ TEST(Tensor, ImportedHostMemoryRunsInTheEmulator) {
 // view's start, a larger extent). Each runs in the emulator.
 TEST(Tensor, OverlappingImportsOfOneHostBufferAllRun) {
   std::vector<float> buffer = {1, 2, 3, 4, 5, 6, 7, 8};
-  auto view = [&](int64_t offset, int64_t n) {
-    auto* managed = new DLManagedTensor{};
-    managed->dl_tensor = {buffer.data() + offset, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, new int64_t[1]{n}, nullptr, 0};
-    managed->deleter = [](DLManagedTensor* self) {
-      delete[] self->dl_tensor.shape;
-      delete self;
-    };
-    return Tensor::from_dlpack(managed);
-  };
+  auto view = [&](int64_t offset, int64_t n) { return import_host_view(buffer, offset, n); };
   using namespace tilejit::dsl;
   JitKernel twice(define_kernel("twice_n", {"x", "out", "n"}, {{"BLOCK", 8}},
                                 [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
@@ -157,6 +204,19 @@ TEST(Tensor, OverlappingImportsOfOneHostBufferAllRun) {
   EXPECT_EQ(doubled(window), (std::vector<float>{4, 6, 8, 10, 12, 14}));
   Tensor whole = view(0, 8);
   EXPECT_EQ(doubled(whole), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
+}
+
+// One import covered by another stays registered when the other goes first.
+TEST(Tensor, AnImportOutlivesTheImportThatCoveredIt) {
+  std::vector<float> buffer = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto view = [&](int64_t offset, int64_t n) { return import_host_view(buffer, offset, n); };
+  std::optional<Tensor> whole = view(0, 8);
+  Tensor tail = view(4, 4);
+  whole.reset();
+  EXPECT_EQ(tail.to_host<float>(), (std::vector<float>{5, 6, 7, 8}));
+  DLManagedTensor* malformed = Tensor::empty(Device::emu(), DType::f32, {2}).to_dlpack();
+  malformed->dl_tensor.ndim = -1;
+  EXPECT_THAT(error_of([&] { Tensor::from_dlpack(malformed); }), HasSubstr("from_dlpack: the tensor's ndim is -1"));
 }
 
 // An import that claims more memory than the allocation it starts in (a producer's mistake)

@@ -65,17 +65,17 @@ Device& device_from_dl(DLDevice d) {
   fail("from_dlpack: DLPack device type {} is not supported (CUDA and CPU are)", static_cast<int>(d.device_type));
 }
 
-// Refuses (naming `what`) a tensor of non-negative `shape` that would span 2^62 bytes or more,
-// so that element and byte counts, offsets and spans stay far from int64's overflow.
-void check_span(const std::vector<int64_t>& shape, DType dtype, std::string_view what) {
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return;
+// Whether a tensor of `shape` (dims of 0 or more) stays within 2^62 bytes, counting its non-empty
+// dims alone: so element and byte counts, strides, offsets and spans stay far from int64's
+// overflow, also for an empty tensor's strides.
+bool within_span(const std::vector<int64_t>& shape, DType dtype) {
   const int64_t limit = (int64_t{1} << 62) / dtype_storage_bytes(dtype);  // elements
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (n > limit / d) fail("{}: a {} tensor of shape [{}] spans 2^62 bytes or more", what, dtype_name(dtype),
-                            fmt::join(shape, ", "));
-    n *= d;
+    if (d < 0 || (d > 0 && n > limit / d)) return false;
+    if (d > 0) n *= d;
   }
+  return true;
 }
 
 // What an exported DLManagedTensor owns: the tensor (keeping its memory alive) and the
@@ -108,7 +108,8 @@ Tensor Tensor::unallocated(Device& device, DType dtype, std::vector<int64_t> sha
   Tensor t;
   for (int64_t d : shape)
     if (d < 0) fail("{}: negative dimension in shape of {} tensor", maker, dtype_name(dtype));
-  check_span(shape, dtype, maker);
+  if (!within_span(shape, dtype))
+    fail("{}: a {} tensor of shape [{}] spans 2^62 bytes or more", maker, dtype_name(dtype), fmt::join(shape, ", "));
   t.device_ = &device;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
@@ -211,10 +212,11 @@ Tensor Tensor::view(std::vector<int64_t> shape, int64_t element_offset) const {
   if (!is_contiguous()) fail("view of {}: the tensor is not contiguous", describe());
   Tensor v = *this;
   v.shape_ = std::move(shape);
-  v.strides_ = contiguous_strides(v.shape_);
   for (int64_t d : v.shape_)
     if (d < 0) fail("view of {}: negative dimension in shape {}", describe(), v.describe());
-  check_span(v.shape_, dtype_, "view of " + describe());
+  if (!within_span(v.shape_, dtype_))
+    fail("view of {}: shape [{}] spans 2^62 bytes or more", describe(), fmt::join(v.shape_, ", "));
+  v.strides_ = contiguous_strides(v.shape_);
   if (element_offset < 0 || element_offset > numel() || v.numel() > numel() - element_offset)
     fail("view of {}: {} elements from offset {} reach past its {} elements", describe(), v.numel(), element_offset,
          numel());

@@ -34,7 +34,8 @@ std::optional<TensorDescriptor> sequence_descriptor(const AttentionProblem& p, c
   // A dim of one index has no stride of its own (a (T, N, H) operand's batch): any valid one.
   auto stride = [&](int64_t size, int64_t s) { return size == 1 ? strides.seq : s; };
   TensorDescriptor d{t.data(), t.dtype(), {length, p.head_dim}, strides.seq, {block_rows, head_chunk},
-                     {{p.batch, stride(p.batch, strides.batch)}, {heads, stride(heads, strides.head)}}};
+                     {{p.batch, stride(p.batch, strides.batch)}, {heads, stride(heads, strides.head)}},
+                     &t.device()};
   if (!d.problem().empty()) return std::nullopt;
   return d;
 }

@@ -35,7 +35,7 @@ StoredOperand stored_b(const GemmProblem& p, const GemmConfig& c) {
 
 std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch, int64_t block_k) {
   if (!o.staged_as_is || o.col_stride != 1) return std::nullopt;
-  OperandDescriptor d{{o.tensor->data(), o.dtype, {o.rows, o.cols}, o.row_stride, o.block, {}}, 0};
+  OperandDescriptor d{{o.tensor->data(), o.dtype, {o.rows, o.cols}, o.row_stride, o.block, {}, &o.tensor->device()}, 0};
   if (batch > 1 && o.batch_stride != 0) {
     if (o.batch_stride != o.rows * o.row_stride) return std::nullopt;
     // Past K, TMA must read zeros, not the next batch's first rows.
@@ -50,7 +50,8 @@ std::optional<OperandDescriptor> describe(const StoredOperand& o, int64_t batch,
 // TMA stores need sm_90's TMA only, not the wgmma lowering the operands' descriptors serve.
 std::optional<TensorDescriptor> describe_output(const GemmProblem& p, const GemmConfig& c, const DeviceInfo& device) {
   if (device.cc_major < 9 || c.split_k > 1 || p.batch > 1 || !p.out || p.out_strides.col != 1) return std::nullopt;
-  TensorDescriptor d{p.out->data(), p.features.out, {p.m, p.n}, p.out_strides.row, {c.block_m, c.block_n}, {}};
+  TensorDescriptor d{p.out->data(), p.features.out, {p.m, p.n}, p.out_strides.row, {c.block_m, c.block_n}, {},
+                     &p.out->device()};
   if (!d.problem().empty()) return std::nullopt;
   return d;
 }

@@ -113,17 +113,17 @@ class EmuDevice : public Device {
 
   // An import's range is added while any import of its start lives, as a range of its own
   // (the allocation checks allow overlaps), so dropping one import never unregisters another's
-  // memory. One that starts where an allocation of this device starts (a DLPack round trip)
-  // adds nothing, however much it claims: that allocation keeps its extent, and accesses past
-  // it are errors. A later, larger import of a start this added (x[0:1], then x) widens its range.
+  // memory; a later, larger import of the start (x[0:1], then x) widens it. One that starts
+  // where an allocation of this device starts (a DLPack round trip) adds nothing, however much
+  // it claims: that allocation keeps its extent, and accesses past it are errors. An empty one
+  // adds nothing either (its address may be no memory at all).
   void add_external_memory(const void* begin, size_t bytes) override {
     std::lock_guard lock(external_mutex_);
     External& e = external_[begin];
-    if (e.imports++ == 0) {
-      e.added = !allocations_.contains(begin);
-      if (e.added) allocations_.add(begin, e.bytes = bytes);
-    } else if (e.added && bytes > e.bytes) {
+    ++e.imports;
+    if (bytes > e.bytes && (e.added || !allocations_.contains(begin))) {
       allocations_.add(begin, e.bytes = bytes);
+      e.added = true;
     }
   }
   void remove_external_memory(const void* begin) override {
@@ -200,7 +200,7 @@ class EmuDevice : public Device {
 
  private:
   void check_range(const void* p, size_t bytes, const char* what) const {
-    if (!allocations_.covers(p, bytes))
+    if (bytes > 0 && !allocations_.covers(p, bytes))  // zero bytes touch nothing
       fail("emulator: {} [{}, +{} bytes) is not inside an allocation of this device", what, p, bytes);
   }
 

@@ -126,7 +126,8 @@ TEST(GemmDescriptors, TheOutputLeavesThroughADescriptorWhereItCan) {
   auto output = [](const char* arch, int64_t batch, int64_t n, int64_t split_k) {
     Device& device = Device::by_name(std::string("emu:") + arch);
     Tensor a = Tensor::empty(device, DType::bf16, {batch, 104, 64}), b = Tensor::empty(device, DType::bf16, {batch, 64, n});
-    gd::GemmProblem p = gd::check_gemm(a, b, {}, nullptr);
+    const GemmOptions options;  // the problem points to it
+    gd::GemmProblem p = gd::check_gemm(a, b, options, nullptr);
     gd::set_output(p, Tensor::empty(device, p.features.out, p.out_shape));
     gd::GemmConfig config = gd::call_config(p, device);
     config.split_k = split_k;

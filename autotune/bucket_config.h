@@ -1,6 +1,6 @@
 // The tuned config an op call runs, asked of the tuning database (choose_config's rules). Ops
-// remember each answer themselves under plain values (gemm per shape, attention per bucket),
-// so that a warm call pays no strings. The database is read once per device, op and bucket in
+// remember each answer themselves per shape under plain values, so that a warm call pays no
+// strings. The database is read once per device, op and bucket in
 // a process; calls of one bucket's shapes ask one at a time, so with TILEJIT_AUTOTUNE=1 a shape
 // that the first one's tuning serves finds that result instead of tuning again, while other
 // buckets go on meanwhile.

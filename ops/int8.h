@@ -11,7 +11,8 @@
 // maxima and quantizes in one launch) and one i8 tensor-core GEMM whose epilogue
 // dequantizes and casts. The scales and the scaled values are computed in the inputs' float
 // type, as the reference does. Where the reference divides by zero (an all-zero row of a or
-// column of w, giving NaN), the result's row / column is 0 instead.
+// column of w, giving NaN), the result's row / column is 0 instead. A row of a or column of w
+// that holds a NaN or an infinity gives a NaN row / column, as the reference's does.
 #pragma once
 
 #include "runtime/device.h"
@@ -32,7 +33,8 @@ void q_matmul_int8(const Tensor& a, const Tensor& w, const Tensor& out, Stream* 
 
 // The per-row quantization q_matmul_int8 applies to its left operand: for x (R, C) (any
 // strides), q = quant_int8(x * s) with s = 127 / max|x| per row, and inv_scale = 1 / s (f32, (R)),
-// both 0 for an all-zero row. Columns of w are rows of w's transposed view.
+// both 0 for an all-zero row; a row holding a NaN or an infinity has s = 0 and inv_scale = inf
+// (its products are 0 * inf = NaN). Columns of w are rows of w's transposed view.
 struct RowQuantized {
   Tensor q;          // i8 (R, C), row-major
   Tensor inv_scale;  // f32 (R)

@@ -172,9 +172,9 @@ autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKerne
   return op;
 }
 
-// What a call's config for one kernel depends on, compared as plain values: the shape by its
-// bucket (no constraint of the spaces reads the shape), so calls of every sequence length share
-// one entry per bucket.
+// What a call's config for one kernel depends on, compared as plain values: a remembered
+// answer costs a call one lookup, no strings. The shape is exact: a bucket may hold results
+// of several tuned shapes, and each call runs the nearest one's.
 struct CallKey {
   const Device* device;
   TunedKernel kernel;
@@ -185,17 +185,14 @@ struct CallKey {
   auto operator<=>(const CallKey&) const = default;
 };
 
-// The config `kernel` runs for a call of `p`: the tuning database's for its bucket, else the
-// heuristic's; remembered per bucket.
+// The config `kernel` runs for a call of `p`: the tuning database's for its shape, else the
+// heuristic's; remembered per shape.
 KernelConfig call_config(const AttentionProblem& p, TunedKernel kernel, Device& device) {
   const std::optional<AttentionTuningSpec> spec = AttentionTuningSpec::of(p);
   const int64_t heads = p.batch * p.heads;
   if (!spec || heads * p.q_len * p.kv_len == 0)
     return heuristic_config(kernel, AttentionTuningSpec{p.dtype, p.head_dim, false}, device.info());
-  using autotune::next_power_of_two;
-  const CallKey key{&device,         kernel,    spec->dtype,                spec->head_dim,
-                    spec->causal,    next_power_of_two(heads), p.group(), next_power_of_two(p.q_len),
-                    next_power_of_two(p.kv_len)};
+  const CallKey key{&device, kernel, spec->dtype, spec->head_dim, spec->causal, heads, p.group(), p.q_len, p.kv_len};
   static std::mutex mutex;
   static std::map<CallKey, KernelConfig> decided;
   {

@@ -5,9 +5,9 @@
 // They serve calls without bias, mask or sequence lengths whose band keeps every key to the
 // left and, to the right, none (causal top-left, or bottom-right with T == S) or all (no mask),
 // with or without logsumexp; other calls, and shapes nobody tuned, take the heuristic
-// (config.h) unless TILEJIT_AUTOTUNE=1 tunes the shape on first use. The database is asked once
-// per bucket and process (its result for the first call's shape, else for the nearest tuned
-// shape), and the answer remembered for the bucket.
+// (config.h) unless TILEJIT_AUTOTUNE=1 tunes the shape on first use. A call runs the result of
+// its own shape, else of the nearest tuned shape of its bucket; the answer is remembered per
+// shape and process.
 //
 // Candidates run through the op's own launch path on random inputs of the shape (one batch,
 // BN query heads over BN / G kv heads, contiguous), each checked once against a

@@ -33,6 +33,15 @@ Tensor leading_slice(const Tensor& t, const std::vector<int64_t>& index, size_t 
   return out;
 }
 
+// `t`'s matrices for checking a product whose batch is empty: the first one when it has any,
+// else an empty batch of its matrix shape (nothing is read from either).
+Tensor first_matrix_or_none(const Tensor& t) {
+  if (t.numel() == 0) return Tensor::empty(t.device(), t.dtype(), {0, t.dim(-2), t.dim(-1)});
+  Tensor matrix = t;
+  while (matrix.rank() > 2) matrix = matrix.select(0, 0);
+  return matrix;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const GemmOptions& options, Stream* stream) {
@@ -73,6 +82,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, const GemmOptions& options, Stre
   shape.push_back(b.dim(options.transpose_b ? -2 : -1));
   Tensor out = Tensor::empty(a.device(), gemm_out_dtype(a.dtype(), options), shape);
 
+  if (out.numel() == 0) {
+    // No product runs, but numpy still refuses matrices that do not multiply: one gemm of an
+    // empty batch checks them (and the options) against each other.
+    gemm(first_matrix_or_none(a), first_matrix_or_none(b), options, stream);
+    return out;
+  }
   std::vector<int64_t> index(batch_dims - 1, 0);
   std::function<void(size_t)> walk = [&](size_t dim) {
     if (dim == index.size()) {

@@ -1,5 +1,7 @@
 #include "ops/int8/quantize_kernels.h"
 
+#include <limits>
+
 #include "ops/common/op_kernels.h"
 
 namespace tilejit::ops::int8_detail {
@@ -39,9 +41,13 @@ Kernel quantize_rows_kernel(DType dtype) {
           Tile cs_at = expand_dims(cols + first_col, 0);
           return std::pair{x + expand_dims(rows, 1) * rs + cs_at * cs, row_in && cs_at < C};
         };
+        // A NaN counts as an infinity (maximum would drop it): either makes the row's scale 0 and
+        // its inverse inf, so its products are 0 * inf = NaN, as the reference's are.
+        const double inf = std::numeric_limits<double>::infinity();
         Tile amax = for_range(0, C, bc, zeros({br}, dtype), [&](Tile col, Tile amax) {
           auto [ptrs, in] = block(col);
-          return maximum(amax, max(abs(load(ptrs, in)), 1));  // (BLOCK_R)
+          Tile magnitude = abs(load(ptrs, in));
+          return maximum(amax, max(where(magnitude == magnitude, magnitude, inf), 1));  // (BLOCK_R)
         });
         // The reference's arithmetic, in x's dtype: s = 127 / max|x|, then x * s.
         Tile nonzero = amax > 0.0;

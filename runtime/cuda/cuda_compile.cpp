@@ -172,12 +172,9 @@ CudaKernelImage build_image(const ir::Function& fn, const codegen::Target& targe
   return image;
 }
 
-}  // namespace
-
-ToolchainVersions ToolchainVersions::current() { return {tilejit_version(), codegen::llvm_version()}; }
-
-CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
-                                    const ToolchainVersions& versions) {
+// Both entry points: `read_cache` false compiles whatever the cache holds and replaces it.
+CudaKernelImage compile_through_cache(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
+                                      const ToolchainVersions& versions, bool read_cache) {
   TJ_CHECK(request.kernel && request.constants);
   const dsl::Kernel& kernel = *request.kernel;
   const codegen::CompileOptions options;
@@ -195,7 +192,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
     launch_key = cache_key({"launch", code, kernel.name(), kernel.captures(), constants_string(*request.constants),
                             facts_string(kernel, request.facts), target.arch, target.ptx_feature, option_text,
                             versions.tilejit, versions.llvm, tool});
-    if (auto ir_key = cache.get(launch_key)) {
+    if (auto ir_key = read_cache ? cache.get(launch_key) : std::nullopt) {
       // The value names another entry; anything but a key is treated as a miss.
       if (is_cache_key(**ir_key)) {
         if (auto image = find_image(cache, **ir_key)) return found_by(std::move(*image), std::string(**ir_key));
@@ -210,7 +207,7 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
   std::string ir_key = cache_key(
       {"kernel", fn->str(), target.arch, target.ptx_feature, option_text, versions.tilejit, versions.llvm, tool});
   std::optional<CudaKernelImage> image;
-  if (ir_key != missed_ir_key) image = find_image(cache, ir_key);
+  if (read_cache && ir_key != missed_ir_key) image = find_image(cache, ir_key);
   if (!image) {
     dump_kernel_if_requested(*fn, target);
     image = build_image(*fn, target, options, cubin_tool());
@@ -219,6 +216,20 @@ CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen:
   }
   if (!launch_key.empty()) cache.put(launch_key, fmt::format("{} {} launch", kernel.name(), target.arch), ir_key);
   return found_by(std::move(*image), ir_key);
+}
+
+}  // namespace
+
+ToolchainVersions ToolchainVersions::current() { return {tilejit_version(), codegen::llvm_version()}; }
+
+CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
+                                    const ToolchainVersions& versions) {
+  return compile_through_cache(request, target, cache, versions, true);
+}
+
+CudaKernelImage recompile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
+                                      const ToolchainVersions& versions) {
+  return compile_through_cache(request, target, cache, versions, false);
 }
 
 }  // namespace tilejit::cuda

@@ -41,4 +41,11 @@ struct ToolchainVersions {
 CudaKernelImage compile_cuda_kernel(const KernelRequest& request, const codegen::Target& target, KernelCache& cache,
                                     const ToolchainVersions& versions = ToolchainVersions::current());
 
+// Compiles without reading the cache and replaces its entries: for an image the cache served
+// that the driver then refused (one a newer toolkit made, in a pack or a shared directory).
+// The replacement shadows a pack's entry, which stays as it is.
+CudaKernelImage recompile_cuda_kernel(const KernelRequest& request, const codegen::Target& target,
+                                      KernelCache& cache,
+                                      const ToolchainVersions& versions = ToolchainVersions::current());
+
 }  // namespace tilejit::cuda

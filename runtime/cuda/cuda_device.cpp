@@ -62,7 +62,9 @@ class CudaKernel final : public LoadedKernel {
     if (r != CUDA_SUCCESS) log::debug("cuModuleUnload for {} failed: CUresult {}", report_.name, static_cast<int>(r));
   }
 
-  void load_module(const std::string& ptx, const std::string& cubin);
+  // Loads the module and finds the kernel's function; the driver's result, for fail_load.
+  CUresult try_load_module(const std::string& ptx, const std::string& cubin);
+  [[noreturn]] void fail_load(CUresult result) const;
   void set_shared_limit(int64_t optin_limit);
   void check_fits_in_a_cta();
 
@@ -74,9 +76,11 @@ class CudaKernel final : public LoadedKernel {
   CUcontext context_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  const char* load_call_ = "";  // the last call of try_load_module, and the driver JIT's log
+  std::string load_log_;
 };
 
-void CudaKernel::load_module(const std::string& ptx, const std::string& cubin) {
+CUresult CudaKernel::try_load_module(const std::string& ptx, const std::string& cubin) {
   // The JIT's logs, so a module the driver rejects (PTX it cannot compile) says why.
   char error_log[8192] = {};
   char info_log[8192] = {};
@@ -86,15 +90,22 @@ void CudaKernel::load_module(const std::string& ptx, const std::string& cubin) {
                     reinterpret_cast<void*>(sizeof info_log)};
   // Without a cubin the driver compiles the PTX (NUL-terminated, as c_str() is).
   const void* image = cubin.empty() ? static_cast<const void*>(ptx.c_str()) : cubin.data();
-  CUresult r = driver().cuModuleLoadDataEx(&module_, image, 4, options, values);
+  const DriverApi& api = driver();
+  load_call_ = "cuModuleLoadDataEx";
+  CUresult r = api.cuModuleLoadDataEx(&module_, image, 4, options, values);
+  load_log_ = error_log;
   if (r != CUDA_SUCCESS) {
     module_ = nullptr;
-    fail_call(r, "cuModuleLoadDataEx",
-              fmt::format("loading {} ({} for {}){}{}", report_.name, report_.binary_format, report_.arch,
-                          error_log[0] ? ":\n" : "", error_log));
+    return r;
   }
   if (info_log[0]) log::debug("loading {}: {}", report_.name, info_log);
-  TJ_CU(cuModuleGetFunction, &function_, module_, report_.name.c_str());
+  load_call_ = "cuModuleGetFunction";
+  return api.cuModuleGetFunction(&function_, module_, report_.name.c_str());
+}
+
+void CudaKernel::fail_load(CUresult result) const {
+  fail_call(result, load_call_, fmt::format("loading {} ({} for {}){}{}", report_.name, report_.binary_format,
+                                            report_.arch, load_log_.empty() ? "" : ":\n", load_log_));
 }
 
 void CudaKernel::set_shared_limit(int64_t optin_limit) {
@@ -327,10 +338,22 @@ float CudaDevice::elapsed_ms(void* start, void* end) {
 }
 
 std::shared_ptr<LoadedKernel> CudaDevice::load(const KernelRequest& request) {
-  CudaKernelImage image = compile_cuda_kernel(request, *target_, KernelCache::global());
+  KernelCache& cache = KernelCache::global();
+  CudaKernelImage image = compile_cuda_kernel(request, *target_, cache);
   make_current(context_);
-  auto kernel = std::make_shared<CudaKernel>(*this, context_, std::move(image.report));
-  kernel->load_module(image.ptx, image.cubin);
+  auto kernel = std::make_shared<CudaKernel>(*this, context_, image.report);
+  CUresult loaded = kernel->try_load_module(image.ptx, image.cubin);
+  if (loaded != CUDA_SUCCESS && image.report.from_disk_cache && rejects_module_image(loaded)) {
+    // A cached image this driver cannot use (a newer toolkit made it, say, for a pack or a
+    // shared directory) is compiled here instead, and the new image replaces the entry.
+    log::warn("kernel cache: the driver cannot load the cached image of {} ({}); compiling it again",
+              image.report.name, result_name(loaded));
+    image = recompile_cuda_kernel(request, *target_, cache);
+    make_current(context_);
+    kernel = std::make_shared<CudaKernel>(*this, context_, image.report);
+    loaded = kernel->try_load_module(image.ptx, image.cubin);
+  }
+  if (loaded != CUDA_SUCCESS) kernel->fail_load(loaded);
   kernel->set_shared_limit(info_.shared_per_block_optin);
   kernel->check_fits_in_a_cta();
   return kernel;

@@ -127,6 +127,25 @@ void fail_call(CUresult result, const char* call, std::string_view context) {
   throw Error(message);
 }
 
+std::string result_name(CUresult result) { return error_name(driver(), result); }
+
+bool rejects_module_image(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+    case CUDA_ERROR_JIT_COMPILATION_DISABLED:
+    case CUDA_ERROR_INVALID_SOURCE:
+    case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND:
+    case CUDA_ERROR_NOT_FOUND:  // the entry point the report names is not in the module
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace tilejit::cuda
 
 namespace tilejit {

@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <string>
 #include <string_view>
 
 // Every driver function tilejit calls besides the bootstrap ones (cuInit, cuDriverGetVersion,
@@ -72,6 +73,14 @@ const DriverApi& driver();
 
 // Throws "CUDA driver: <call> failed: <NAME> (<text>)", then `context` when given.
 [[noreturn]] void fail_call(CUresult result, const char* call, std::string_view context = {});
+
+// The result's name ("CUDA_ERROR_INVALID_IMAGE").
+std::string result_name(CUresult result);
+
+// Whether `result`, from loading a module or finding its function, says the image itself is
+// unusable here (made for another GPU or by a newer toolkit, PTX the driver's JIT cannot
+// compile, a missing entry point), rather than the device or its memory failing.
+bool rejects_module_image(CUresult result);
 
 inline void check(CUresult result, const char* call) {
   if (result != CUDA_SUCCESS) [[unlikely]]

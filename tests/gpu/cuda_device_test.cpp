@@ -1,8 +1,10 @@
 // The CUDA device on a GPU (each test skips, saying why, without one): device info, a kernel
 // launched through the device interface with streams, events and copies, stream-ordered
-// scratch memory, thread-block cluster launches, and driver errors that name the failing call.
+// scratch memory, thread-block cluster launches, a cached image the driver refuses compiled
+// again, and driver errors that name the failing call.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include "codegen/target.h"
 #include "ops/kernels/examples.h"
 #include "runtime/device.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/tensor.h"
 
 namespace tilejit {
@@ -99,6 +102,25 @@ TEST_F(CudaDeviceTest, ScratchMemoryIsStreamOrdered) {
   stream.synchronize();
 }
 
+// Runs vector_add (out = x + x) with `x`, in `cluster`s of CTAs of 128 threads; returns out.
+std::vector<float> run_vector_add(Device& device, LoadedKernel& kernel, const std::vector<float>& x, Dim3 cluster) {
+  const int n = static_cast<int>(x.size());
+  size_t bytes = n * sizeof(float);
+  std::vector<float> out(n, NAN);
+  void* dx = device.allocate(bytes);
+  void* dout = device.allocate(bytes);
+  device.copy(dx, x.data(), bytes, CopyKind::host_to_device);
+  device.memset_async(dout, 0xff, bytes, device.default_stream());
+  int n_arg = n;
+  void* args[] = {&dx, &dx, &dout, &n_arg};
+  device.launch(kernel, LaunchDims{Dim3{static_cast<uint32_t>((n + 127) / 128), 1, 1}, cluster}, args,
+                device.default_stream());
+  device.copy(out.data(), dout, bytes, CopyKind::device_to_host);
+  device.free(dx);
+  device.free(dout);
+  return out;
+}
+
 TEST_F(CudaDeviceTest, ClusterLaunchOnHopper) {
   Device& device = Device::cuda(0);
   if (device.info().cc_major < 9) GTEST_SKIP() << "thread-block clusters need compute capability 9.0";
@@ -106,19 +128,33 @@ TEST_F(CudaDeviceTest, ClusterLaunchOnHopper) {
   Constants constants = add.constants({{"BLOCK", 128}});
   KernelRequest request{&add, &constants, {}};
   auto kernel = device.load(request);
-  const int n = 4 * 128;
-  size_t bytes = n * sizeof(float);
-  std::vector<float> x(n, 2.0f), out(n, 0.0f);
-  void* dx = device.allocate(bytes);
-  void* dout = device.allocate(bytes);
-  device.copy(dx, x.data(), bytes, CopyKind::host_to_device);
-  int n_arg = n;
-  void* args[] = {&dx, &dx, &dout, &n_arg};
-  device.launch(*kernel, LaunchDims{Dim3{4, 1, 1}, Dim3{2, 1, 1}}, args, device.default_stream());
-  device.copy(out.data(), dout, bytes, CopyKind::device_to_host);
-  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 4.0f) << "at " << i;
-  device.free(dx);
-  device.free(dout);
+  std::vector<float> out = run_vector_add(device, *kernel, std::vector<float>(4 * 128, 2.0f), Dim3{2, 1, 1});
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 4.0f) << "at " << i;
+}
+
+// A cached image the driver refuses (as one a newer toolkit made would be) is compiled again
+// and replaces the entry; the load succeeds.
+TEST_F(CudaDeviceTest, ACachedImageTheDriverRefusesIsCompiledAgain) {
+  KernelCache& cache = KernelCache::global();
+  if (!cache.enabled()) GTEST_SKIP() << "the kernel cache is disabled (TILEJIT_CACHE_DISABLE)";
+  Device& device = Device::cuda(0);
+  Kernel add = ops::vector_add_kernel();
+  Constants constants = add.constants({{"BLOCK", 128}});
+  KernelRequest request{&add, &constants, {}};
+  const std::string image_key = device.load(request)->report().cache_entries.back();
+  std::string value(**cache.get(image_key));
+  size_t elf = value.rfind("\x7f" "ELF");
+  if (elf == std::string::npos) GTEST_SKIP() << "the image holds PTX only (TILEJIT_CUBIN_TOOL=driver)";
+  value.replace(elf, 4, "BAD!");
+  cache.put(image_key, "vector_add damaged by a test", value);
+
+  auto kernel = device.load(request);
+  EXPECT_FALSE(kernel->report().from_disk_cache);
+  EXPECT_NE((**cache.get(image_key)).rfind("\x7f" "ELF"), std::string::npos) << "the entry was not replaced";
+  std::vector<float> x(300);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  std::vector<float> out = run_vector_add(device, *kernel, x, Dim3{});
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], x[i] + x[i]) << "at " << i;
 }
 
 TEST_F(CudaDeviceTest, DriverErrorsNameTheCall) {

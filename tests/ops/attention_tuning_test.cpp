@@ -118,6 +118,33 @@ TEST(AttentionTuning, TheStoredResultOfABucketIsWhatItsCallsRun) {
   EXPECT_EQ(constants(ad::forward_call_config(Call(c, with_bias).problem, device), 32), constants(heuristic, 32));
 }
 
+// A bucket holding results of two tuned shapes: each call runs the nearest one's, whichever
+// shape came first.
+TEST(AttentionTuning, EachCallRunsTheNearestTunedShapesResult) {
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::bf16, 40, true};
+  const at::TunableKernel& op = ad::attention_tunable(spec);
+  const at::Config short_queries{{{"BLOCK_M", 16}, {"BLOCK_N", 64}, {"num_warps", 4}, {"HEAD_CHUNK", 16},
+                                  {"num_stages", 2}, {"OVERLAP", 1}, {"warp_specialize", 0}, {"pingpong", 0}}};
+  const at::Config long_queries{{{"BLOCK_M", 32}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32},
+                                 {"num_stages", 1}, {"OVERLAP", 0}, {"warp_specialize", 0}, {"pingpong", 0}}};
+  const at::ProblemShape short_shape{{{"BN", 2}, {"G", 1}, {"T", 33}, {"S", 64}}};
+  const at::ProblemShape long_shape{{{"BN", 2}, {"G", 1}, {"T", 64}, {"S", 64}}};
+  auto& db = at::TuningDatabase::global();
+  db.offer_best(at::TuningKey::of(op, short_shape, device.info()), {short_queries, 0.001, short_shape, 0, {}});
+  db.offer_best(at::TuningKey::of(op, long_shape, device.info()), {long_queries, 0.001, long_shape, 0, {}});
+
+  auto runs = [&](int64_t T) {
+    Call call(forward_case(DType::bf16, 2, T, 64, 40, true), causal_options(true));
+    return constants(ad::forward_call_config(call.problem, device), 40);
+  };
+  EXPECT_EQ(runs(60), constants(ad::kernel_config_of(long_queries), 40));
+  EXPECT_EQ(runs(34), constants(ad::kernel_config_of(short_queries), 40));
+  EXPECT_EQ(runs(64), constants(ad::kernel_config_of(long_queries), 40));
+  AttentionCase c = forward_case(DType::bf16, 2, 34, 64, 40, true);
+  check_attention_case(c);
+}
+
 // dk / dv and dq are tuned alone, through their own launches on inputs made once; a call of
 // the backward pass runs both results, and its gradients are right with them.
 TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {

@@ -250,16 +250,18 @@ TEST(CrosscheckData, TrueInt8MatmulIsExact) {
 }
 
 // FJFormer's q_matmul_int8 with every step rounded to f32 as SEMANTICS.md writes it; an all-zero row or
-// column gives 0.
+// column gives 0. The maxima keep NaN, as jnp.max does.
 std::vector<LD> q_matmul_int8_f32(const Array& a, const Array& w) {
   const int64_t M = a.shape[0], K = a.shape[1], N = w.shape[1];
   std::vector<float> a_s(static_cast<size_t>(M), 0), w_s(static_cast<size_t>(N), 0);
+  auto take_max = [](float& amax, double x) {
+    float magnitude = std::fabs(float(x));
+    amax = std::isnan(amax) || std::isnan(magnitude) ? NAN : std::max(amax, magnitude);
+  };
   for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k)
-      a_s[size_t(i)] = std::max(a_s[size_t(i)], std::fabs(float(a.values[size_t(i * K + k)])));
+    for (int64_t k = 0; k < K; ++k) take_max(a_s[size_t(i)], a.values[size_t(i * K + k)]);
   for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j)
-      w_s[size_t(j)] = std::max(w_s[size_t(j)], std::fabs(float(w.values[size_t(k * N + j)])));
+    for (int64_t j = 0; j < N; ++j) take_max(w_s[size_t(j)], w.values[size_t(k * N + j)]);
   for (float& s : a_s) s = 127.0f / s;
   for (float& s : w_s) s = 127.0f / s;
   std::vector<LD> qa, qw;

@@ -274,6 +274,15 @@ TEST(Gemm, ZeroSizedDimensions) {
   tilejit::ops::gemm(bf16({1, 4, 8}), bf16({0, 8, 4}), bf16({0, 4, 4}));
   EXPECT_EQ(tilejit::ops::matmul(bf16({2, 0, 4, 8}), bf16({1, 8, 4})).shape(), (std::vector<int64_t>{2, 0, 4, 4}));
   EXPECT_EQ(tilejit::ops::matmul(bf16({0, 1, 4, 8}), bf16({3, 8, 4})).shape(), (std::vector<int64_t>{0, 3, 4, 4}));
+  // An empty batch still checks the matrices and the options, as numpy does.
+  using tilejit::testing_util::expect_error_naming;
+  EXPECT_EQ(tilejit::ops::matmul(bf16({2, 0, 4, 0}), bf16({1, 0, 4})).shape(), (std::vector<int64_t>{2, 0, 4, 4}));
+  expect_error_naming([&] { tilejit::ops::matmul(bf16({0, 2, 4, 8}), bf16({2, 7, 4})); }, {"gemm", "8", "7"});
+  expect_error_naming([&] { tilejit::ops::matmul(bf16({2, 0, 4, 8}), bf16({3, 1, 8, 4})); },
+                      {"batch dims do not broadcast"});
+  GemmOptions bias_of_3;
+  bias_of_3.bias = bf16({3});
+  expect_error_naming([&] { tilejit::ops::matmul(bf16({0, 2, 4, 8}), bf16({2, 8, 4}), bias_of_3); }, {"bias", "3"});
   // K = 0: the product is zero and the epilogue still applies.
   Tensor a0 = Tensor::empty(emu(), DType::f32, {3, 0}), b0 = Tensor::empty(emu(), DType::f32, {0, 2});
   Host bias(DType::f32, 2);

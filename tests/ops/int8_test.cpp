@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ops/gemm.h"
 #include "ops/int8.h"
@@ -18,10 +19,7 @@ using namespace tjops;
 // converted to int8 as XLA converts it, to 0.
 LD quant(LD x) { return std::isnan(x) ? 0 : std::clamp<LD>(std::nearbyint(x), -127, 127); }
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& words) {
-  std::string message = tilejit::testing_util::error_of(f);
-  for (const std::string& word : words) EXPECT_NE(message.find(word), std::string::npos) << word << " not in: " << message;
-}
+using tilejit::testing_util::expect_error_naming;
 
 TEST(Int8, QuantInt8RoundsHalfToEvenClipsAndZeroesNaN) {
   TJ_SEEDED_RNG(rng);
@@ -39,17 +37,22 @@ TEST(Int8, QuantInt8RoundsHalfToEvenClipsAndZeroesNaN) {
   }
 }
 
-// The reference's per-row quantization in x's dtype: s = 127 / max|x|, q = quant(x * s).
+// The reference's per-row quantization in x's dtype: s = 127 / max|x|, q = quant(x * s). A NaN
+// counts as an infinity (the reference's NaN scale and this one's 0 both make the row NaN).
 struct RowReference {
   std::vector<LD> q, inv_scale;
 };
 RowReference quantize_rows(const Host& x, int64_t r, int64_t c) {
+  const LD inf = std::numeric_limits<LD>::infinity();
   RowReference out{std::vector<LD>(size_t(r * c)), std::vector<LD>(size_t(r))};
   for (int64_t i = 0; i < r; ++i) {
     LD amax = 0;
-    for (int64_t j = 0; j < c; ++j) amax = std::max(amax, std::fabs(x.get(size_t(i * c + j))));
+    for (int64_t j = 0; j < c; ++j) {
+      LD v = x.get(size_t(i * c + j));
+      amax = std::max(amax, std::isnan(v) ? inf : std::fabs(v));
+    }
     LD s = amax > 0 ? round_to(x.dtype, 127 / amax) : 0;
-    out.inv_scale[size_t(i)] = s > 0 ? round_to(DType::f32, 1 / s) : 0;
+    out.inv_scale[size_t(i)] = amax > 0 ? (s > 0 ? round_to(DType::f32, 1 / s) : inf) : 0;
     for (int64_t j = 0; j < c; ++j) out.q[size_t(i * c + j)] = quant(round_to(x.dtype, x.get(size_t(i * c + j)) * s));
   }
   return out;
@@ -69,6 +72,34 @@ TEST(Int8, QuantizeRowsIsTheReferencesArithmetic) {
   }
 }
 
+// q_matmul_int8's reference for a (m, k) and w (k, n): acc / (a_s * w_s) in the inputs' dtype;
+// 0 for an all-zero row or column (SEMANTICS.md's NaN case) and NaN for one that holds a NaN or
+// an infinity.
+std::vector<LD> q_matmul_reference(const Host& a, const Host& w, int64_t m, int64_t k, int64_t n) {
+  DType d = a.dtype;
+  RowReference qa = quantize_rows(a, m, k);
+  Host wt(d, size_t(k * n));
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) wt.set_raw(size_t(j * k + i), w.raw(size_t(i * n + j)));
+  RowReference qw = quantize_rows(wt, n, k);
+  std::vector<LD> want(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      LD ia = qa.inv_scale[size_t(i)], iw = qw.inv_scale[size_t(j)];
+      LD& out = want[size_t(i * n + j)];
+      if (std::isinf(ia) || std::isinf(iw)) {
+        out = NAN;
+      } else if (ia == 0 || iw == 0) {
+        out = 0;
+      } else {
+        LD acc = 0;
+        for (int64_t t = 0; t < k; ++t) acc += qa.q[size_t(i * k + t)] * qw.q[size_t(j * k + t)];
+        out = round_to(d, round_to(d, acc) / round_to(d, (1 / ia) * (1 / iw)));
+      }
+    }
+  return want;
+}
+
 TEST(Int8, QMatmulInt8) {
   TJ_SEEDED_RNG(rng);
   for (DType d : {DType::f32, DType::bf16}) {
@@ -78,23 +109,31 @@ TEST(Int8, QMatmulInt8) {
     for (int64_t j = 0; j < k; ++j) a.set(size_t(3 * k + j), 0);  // row 3 of a: all zero
     for (int64_t i = 0; i < k; ++i) w.set(size_t(i * n + 7), 0);  // column 7 of w: all zero
     Host got = download(tilejit::ops::q_matmul_int8(upload(a, {m, k}), upload(w, {k, n})));
-
-    RowReference qa = quantize_rows(a, m, k);
-    Host wt(d, size_t(k * n));
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < n; ++j) wt.set_raw(size_t(j * k + i), w.raw(size_t(i * n + j)));
-    RowReference qw = quantize_rows(wt, n, k);
-    std::vector<LD> want(size_t(m * n));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        LD acc = 0;
-        for (int64_t t = 0; t < k; ++t) acc += qa.q[size_t(i * k + t)] * qw.q[size_t(j * k + t)];
-        // acc / (a_s * w_s) in the inputs' dtype; 0 where a scale is (SEMANTICS.md's NaN case).
-        LD sa = qa.inv_scale[size_t(i)] > 0 ? 1 / qa.inv_scale[size_t(i)] : 0;
-        LD sw = qw.inv_scale[size_t(j)] > 0 ? 1 / qw.inv_scale[size_t(j)] : 0;
-        want[size_t(i * n + j)] = sa > 0 && sw > 0 ? round_to(d, round_to(d, acc) / round_to(d, sa * sw)) : 0;
-      }
     // The kernel multiplies by f32 reciprocals and rounds once: a few ulps of the dtype apart.
+    expect_values("q_matmul_int8", got, q_matmul_reference(a, w, m, k, n),
+                  d == DType::f32 ? Tol{2e-6, 1e-30} : Tol{1.6e-2, 1e-30});
+  }
+}
+
+// A NaN or an infinity anywhere in a row of a or a column of w makes that row / column NaN
+// (FJFormer's scale is NaN, or 0 with 0 / 0 to follow); the rest stays exact.
+TEST(Int8, QMatmulInt8NaNAndInfinityGiveNaNRowsAndColumns) {
+  TJ_SEEDED_RNG(rng);
+  const LD inf = std::numeric_limits<LD>::infinity();
+  for (DType d : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(name_of(d));
+    const int64_t m = 20, k = 200, n = 24;
+    Host a = random_host(d, size_t(m * k), rng, -2, 2), w = random_host(d, size_t(k * n), rng, -1, 1);
+    a.set(size_t(2 * k + 170), NAN);   // past the first column block
+    a.set(size_t(5 * k + 3), inf);
+    a.set(size_t(9 * k + 0), -inf);
+    for (int64_t j = 0; j < k; ++j) a.set(size_t(11 * k + j), 0);
+    w.set(size_t(130 * n + 4), NAN);
+    w.set(size_t(7 * n + 19), -inf);
+    Host got = download(tilejit::ops::q_matmul_int8(upload(a, {m, k}), upload(w, {k, n})));
+    std::vector<LD> want = q_matmul_reference(a, w, m, k, n);
+    for (int64_t j : {0, 4, 19}) EXPECT_TRUE(std::isnan(want[size_t(2 * n + j)]));  // the reference's own check
+    EXPECT_TRUE(std::isnan(want[size_t(11 * n + 4)]));  // a zero row meets a NaN column
     expect_values("q_matmul_int8", got, want, d == DType::f32 ? Tol{2e-6, 1e-30} : Tol{1.6e-2, 1e-30});
   }
 }
@@ -153,22 +192,22 @@ TEST(Int8, MatmulBroadcastsLikeNumpy) {
 
 TEST(Int8, Errors) {
   auto t = [](DType d, std::vector<int64_t> shape) { return Tensor::empty(emu(), d, shape); };
-  expect_error([&] { tilejit::ops::quant_int8(t(DType::i32, {4})); }, {"quant_int8", "x must be", "i32[4]"});
-  expect_error([&] { tilejit::ops::quant_int8(t(DType::f32, {4, 6}).slice(1, 0, 3)); }, {"quant_int8", "contiguous"});
-  expect_error([&] { tilejit::ops::matmul_true_int8(t(DType::bf16, {4, 4}), t(DType::i8, {4, 4})); },
+  expect_error_naming([&] { tilejit::ops::quant_int8(t(DType::i32, {4})); }, {"quant_int8", "x must be", "i32[4]"});
+  expect_error_naming([&] { tilejit::ops::quant_int8(t(DType::f32, {4, 6}).slice(1, 0, 3)); }, {"quant_int8", "contiguous"});
+  expect_error_naming([&] { tilejit::ops::matmul_true_int8(t(DType::bf16, {4, 4}), t(DType::i8, {4, 4})); },
                {"matmul_true_int8", "a must be i8", "bf16[4, 4]"});
-  expect_error([&] { tilejit::ops::matmul_true_int8(t(DType::i8, {2, 4, 4}), t(DType::i8, {3, 4, 4})); },
+  expect_error_naming([&] { tilejit::ops::matmul_true_int8(t(DType::i8, {2, 4, 4}), t(DType::i8, {3, 4, 4})); },
                {"batch", "2", "3"});
-  expect_error([&] { tilejit::ops::matmul(t(DType::i8, {5, 2, 4, 4}), t(DType::i8, {3, 1, 4, 4})); },
+  expect_error_naming([&] { tilejit::ops::matmul(t(DType::i8, {5, 2, 4, 4}), t(DType::i8, {3, 1, 4, 4})); },
                {"matmul", "batch dims do not broadcast", "5 vs 3"});
-  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {6, 3})); },
+  expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {6, 3})); },
                {"q_matmul_int8", "a's columns (8)", "w's rows (6)"});
-  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::bf16, {8, 3})); },
+  expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::bf16, {8, 3})); },
                {"q_matmul_int8", "one dtype"});
-  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {2, 4, 8}), t(DType::f32, {8, 3})); },
+  expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {2, 4, 8}), t(DType::f32, {8, 3})); },
                {"q_matmul_int8", "a must have rank 2"});
   Tensor wrong_out = t(DType::f32, {4, 4});
-  expect_error([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {8, 3}), wrong_out); },
+  expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {8, 3}), wrong_out); },
                {"q_matmul_int8", "out must have shape [4, 3]", "f32[4, 4]"});
 
   // A broadcast x (DLPack allows a stride of 0) of 2^31 elements over one row: its quantized
@@ -177,12 +216,12 @@ TEST(Int8, Errors) {
   static int64_t shape[2] = {int64_t{1} << 19, 4096}, strides[2] = {0, 1};
   row->dl_tensor.ndim = 2, row->dl_tensor.shape = shape, row->dl_tensor.strides = strides;
   Tensor broadcast = Tensor::from_dlpack(row);
-  expect_error([&] { tilejit::ops::quantize_rows_int8(broadcast); },
+  expect_error_naming([&] { tilejit::ops::quantize_rows_int8(broadcast); },
                {"quantize_rows_int8", "has or spans over 2147482624 elements", "f32[524288, 4096]"});
   DLManagedTensor* flat = t(DType::f32, {1}).to_dlpack();
   static int64_t flat_shape[1] = {(int64_t{1} << 31) - 1023}, flat_strides[1] = {0};
   flat->dl_tensor.shape = flat_shape, flat->dl_tensor.strides = flat_strides;
-  expect_error([&] { tilejit::ops::quant_int8(Tensor::from_dlpack(flat)); },
+  expect_error_naming([&] { tilejit::ops::quant_int8(Tensor::from_dlpack(flat)); },
                {"quant_int8", "has over 2147482624 elements, beyond the kernel's 32-bit indexing"});
 }
 

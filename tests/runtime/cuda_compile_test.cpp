@@ -333,6 +333,83 @@ TEST_F(CudaCompileTest, ACorruptedImageIsCompiledAgain) {
   EXPECT_EQ(traces, before + 1);
 }
 
+// What the device does when the driver refuses an image the cache served: the recompile
+// reads nothing from the cache and replaces the entries, so the next start is served the
+// new image.
+TEST_F(CudaCompileTest, ARecompileReplacesTheCachedImage) {
+  Constants constants = add_one().constants();
+  KernelCache cold = new_cache();
+  CudaKernelImage original = compile(cold, constants);
+
+  // Damage the cubin inside an entry that is still a well-formed image (its ELF magic, as a
+  // newer toolkit's or another GPU's binary would look wrong to the driver).
+  KernelCache tamper = new_cache();
+  const std::string& image_key = original.report.cache_entries.back();
+  std::string value(**tamper.get(image_key));
+  size_t elf = value.rfind("\x7f" "ELF");
+  ASSERT_NE(elf, std::string::npos);
+  value.replace(elf, 4, "BAD!");
+  tamper.put(image_key, "tj_test_add_one sm_90a cubin", value);
+
+  KernelCache served = new_cache();
+  CudaKernelImage damaged = compile(served, constants);
+  EXPECT_TRUE(damaged.report.from_disk_cache);
+  EXPECT_FALSE(is_elf(damaged.cubin));
+
+  int before = traces;
+  CudaKernelImage recompiled = cuda::recompile_cuda_kernel(
+      KernelRequest{&add_one(), &constants, {}}, codegen::find_target("sm_90a"), served);
+  EXPECT_EQ(traces, before + 1);
+  EXPECT_FALSE(recompiled.report.from_disk_cache);
+  EXPECT_EQ(recompiled.cubin, original.cubin);
+  EXPECT_EQ(recompiled.report.cache_entries, original.report.cache_entries);
+
+  // The same cache object and a new one (a later process) are both served the new image.
+  KernelCache next = new_cache();
+  for (KernelCache* cache : {&served, &next}) {
+    CudaKernelImage image = compile(*cache, constants);
+    EXPECT_TRUE(image.report.from_disk_cache);
+    EXPECT_EQ(image.cubin, original.cubin);
+  }
+  EXPECT_EQ(traces, before + 1);
+}
+
+// A pack is read-only: the recompile's image shadows the pack's in the local directory.
+TEST_F(CudaCompileTest, ARecompileShadowsAPacksImage) {
+  Constants constants = add_one().constants();
+  fs::path pack_dir = dir_ / "pack";
+  fs::create_directories(pack_dir);
+  KernelCache packed(CacheOptions{pack_dir.string(), true});
+  CudaKernelImage original = compile(packed, constants);
+  const std::string& image_key = original.report.cache_entries.back();
+  std::string value(**packed.get(image_key));
+  value.replace(value.rfind("\x7f" "ELF"), 4, "BAD!");
+  packed.put(image_key, "tj_test_add_one sm_90a cubin", value);
+  fs::path pack_path = dir_ / "damaged.tjpack";
+  write_cache_pack(packed, PackManifest::current("sm_90a", "test"), pack_path.string());
+
+  KernelCache local = new_cache();
+  local.attach_pack(CachePack::open(pack_path.string(), PackRequirements::for_arch("sm_90a")));
+  EXPECT_FALSE(is_elf(compile(local, constants).cubin));  // the pack's damaged image
+  cuda::recompile_cuda_kernel(KernelRequest{&add_one(), &constants, {}}, codegen::find_target("sm_90a"), local);
+
+  KernelCache next = new_cache();
+  next.attach_pack(CachePack::open(pack_path.string(), PackRequirements::for_arch("sm_90a")));
+  CudaKernelImage image = compile(next, constants);
+  EXPECT_EQ(image.cubin, original.cubin);
+  EXPECT_TRUE(image.report.from_disk_cache);
+  EXPECT_EQ(next.stats().prebuilt_hits, 0);
+}
+
+TEST(CudaDriver, ImageRejectionsAreToldFromDeviceFailures) {
+  for (CUresult r : {CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_INVALID_PTX,
+                     CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_ERROR_NOT_FOUND})
+    EXPECT_TRUE(cuda::rejects_module_image(r)) << static_cast<int>(r);
+  for (CUresult r : {CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT,
+                     CUDA_ERROR_LAUNCH_FAILED})
+    EXPECT_FALSE(cuda::rejects_module_image(r)) << static_cast<int>(r);
+}
+
 TEST_F(CudaCompileTest, ACorruptedLaunchEntryTracesAgainButReusesTheImage) {
   Constants constants = add_one().constants();
   KernelCache cold = new_cache();

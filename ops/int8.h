@@ -12,7 +12,8 @@
 // dequantizes and casts. The scales and the scaled values are computed in the inputs' float
 // type, as the reference does. Where the reference divides by zero (an all-zero row of a or
 // column of w, giving NaN), the result's row / column is 0 instead. A row of a or column of w
-// that holds a NaN or an infinity gives a NaN row / column, as the reference's does.
+// that holds a NaN or an infinity gives a NaN row / column, as the reference's does, also
+// where it meets an all-zero column / row.
 #pragma once
 
 #include "runtime/device.h"

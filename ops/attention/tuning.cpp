@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
+#include <optional>
 
 #include "autotune/bucket_config.h"
+#include "autotune/call_memo.h"
 #include "ops/attention/candidate_runner.h"
 
 namespace tilejit::ops::attention_detail {
@@ -193,16 +193,12 @@ KernelConfig call_config(const AttentionProblem& p, TunedKernel kernel, Device& 
   if (!spec || heads * p.q_len * p.kv_len == 0)
     return heuristic_config(kernel, AttentionTuningSpec{p.dtype, p.head_dim, false}, device.info());
   const CallKey key{&device, kernel, spec->dtype, spec->head_dim, spec->causal, heads, p.group(), p.q_len, p.kv_len};
-  static std::mutex mutex;
-  static std::map<CallKey, KernelConfig> decided;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = decided.find(key); it != decided.end()) return it->second;
-  }
-  const ProblemShape shape{{{"BN", heads}, {"G", p.group()}, {"T", p.q_len}, {"S", p.kv_len}}};
-  std::optional<Config> config = autotune::tuned_bucket_config(attention_tunable(*spec, kernel), shape, device);
-  std::lock_guard lock(mutex);
-  return decided.emplace(key, config ? kernel_config_of(*config) : heuristic_config(kernel, *spec, device.info())).first->second;
+  static autotune::CallMemo<CallKey, KernelConfig> decided;
+  return decided.get(key, [&] {
+    const ProblemShape shape{{{"BN", heads}, {"G", p.group()}, {"T", p.q_len}, {"S", p.kv_len}}};
+    std::optional<Config> config = autotune::tuned_bucket_config(attention_tunable(*spec, kernel), shape, device);
+    return config ? kernel_config_of(*config) : heuristic_config(kernel, *spec, device.info());
+  });
 }
 
 }  // namespace

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <mutex>
 #include <optional>
 
 #include "autotune/bucket_config.h"
+#include "autotune/call_memo.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -176,18 +175,12 @@ GemmConfig call_config(const GemmProblem& p, Device& device) {
   const GemmTuningSpec spec = GemmTuningSpec::of(p);
   const CallKey key{&device,           spec.a,           spec.b, spec.out, spec.precision, spec.a_transposed,
                     spec.b_transposed, spec.fast_accumulation, p.m, p.n, p.k};
-  static std::mutex mutex;
-  static std::map<CallKey, GemmConfig> decided;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = decided.find(key); it != decided.end()) return it->second;
-  }
-  const autotune::TunableKernel& op = gemm_tunable(spec);
-  const ProblemShape shape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}};
-  std::optional<Config> config = autotune::tuned_bucket_config(op, shape, device);
-  GemmConfig chosen = config ? gemm_config_of(*config, spec) : heuristic_gemm_config(p, device.info());
-  std::lock_guard lock(mutex);
-  return decided.emplace(key, chosen).first->second;
+  static autotune::CallMemo<CallKey, GemmConfig> decided;
+  return decided.get(key, [&] {
+    const ProblemShape shape{{{"M", p.m}, {"N", p.n}, {"K", p.k}}};
+    std::optional<Config> config = autotune::tuned_bucket_config(gemm_tunable(spec), shape, device);
+    return config ? gemm_config_of(*config, spec) : heuristic_gemm_config(p, device.info());
+  });
 }
 
 }  // namespace tilejit::ops::gemm_detail

@@ -65,6 +65,7 @@ class CudaKernel final : public LoadedKernel {
   // Loads the module and finds the kernel's function; the driver's result, for fail_load.
   CUresult try_load_module(const std::string& ptx, const std::string& cubin);
   [[noreturn]] void fail_load(CUresult result) const;
+  const std::string& load_log() const { return load_log_; }  // the driver JIT's errors
   void set_shared_limit(int64_t optin_limit);
   void check_fits_in_a_cta();
 
@@ -346,12 +347,14 @@ std::shared_ptr<LoadedKernel> CudaDevice::load(const KernelRequest& request) {
   if (loaded != CUDA_SUCCESS && image.report.from_disk_cache && rejects_module_image(loaded)) {
     // A cached image this driver cannot use (a newer toolkit made it, say, for a pack or a
     // shared directory) is compiled here instead, and the new image replaces the entry.
-    log::warn("kernel cache: the driver cannot load the cached image of {} ({}); compiling it again",
-              image.report.name, result_name(loaded));
-    image = recompile_cuda_kernel(request, *target_, cache);
-    make_current(context_);
-    kernel = std::make_shared<CudaKernel>(*this, context_, image.report);
-    loaded = kernel->try_load_module(image.ptx, image.cubin);
+    log::warn("kernel cache: the driver cannot load the cached image of {} ({}{}{}); compiling it again",
+              image.report.name, result_name(loaded), kernel->load_log().empty() ? "" : ": ", kernel->load_log());
+    CudaKernelImage fresh = recompile_cuda_kernel(request, *target_, cache);
+    if (fresh.ptx != image.ptx || fresh.cubin != image.cubin) {  // the same bytes would fail the same way
+      make_current(context_);
+      kernel = std::make_shared<CudaKernel>(*this, context_, fresh.report);
+      loaded = kernel->try_load_module(fresh.ptx, fresh.cubin);
+    }
   }
   if (loaded != CUDA_SUCCESS) kernel->fail_load(loaded);
   kernel->set_shared_limit(info_.shared_per_block_optin);

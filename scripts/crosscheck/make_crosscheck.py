@@ -721,16 +721,18 @@ def int8_cases():
     rng = rng_for("q_matmul_int8_nan_inf_f32")
     a, w = normal(rng, (5, 16), F32), normal(rng, (16, 4), F32)
     a[1, 9], a[3, 0], w[4, 2], w[11, 0] = np.nan, np.inf, -np.inf, np.nan
+    a[4] = 0
     out = q_matmul_int8(a, w, F32)
     nan_at = np.zeros((5, 4), bool)
     nan_at[[1, 3], :] = nan_at[:, [0, 2]] = True
-    assert np.array_equal(np.isnan(host(out)), nan_at)
+    assert np.array_equal(np.isnan(host(out)), nan_at) and not host(out)[4, [1, 3]].any()
     entry = Out(out)
     entry.tolerance = {"rtol": 1e-6, "atol": 0.0}
     cases.append(Case("q_matmul_int8_nan_inf_f32", "q_matmul_int8", {}, {"a": a, "w": w}, {"out": entry},
                       "A NaN in row 1 of a and column 0 of w makes their scales NaN; an infinity in row 3 of a "
                       "and column 2 of w makes their scales 0, every scaled value 0 (inf * 0 = NaN, converted "
-                      "to 0) and the result 0 / 0. Those rows and columns are NaN; the rest is as usual."))
+                      "to 0) and the result 0 / 0. Those rows and columns are NaN, also where they meet the "
+                      "all-zero row 4 (0 / (inf * NaN), 0 / (inf * 0)); the rest is as usual."))
 
     def broadcast(name, a_shape, b_shape, dtype):
         rng = rng_for(name)

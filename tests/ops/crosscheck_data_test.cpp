@@ -268,11 +268,9 @@ std::vector<LD> q_matmul_int8_f32(const Array& a, const Array& w) {
   for (int64_t i = 0; i < M * K; ++i) qa.push_back(quant_int8(float(a.values[size_t(i)]) * a_s[size_t(i / K)]));
   for (int64_t i = 0; i < K * N; ++i) qw.push_back(quant_int8(float(w.values[size_t(i)]) * w_s[size_t(i % N)]));
   std::vector<LD> acc = matmul_long_double(qa, qw, M, K, N), out;
+  // An all-zero row or column: its scale is inf, its values 0 * inf = NaN quantize to 0, so 0 / inf = 0.
   for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      bool zero = std::isinf(a_s[size_t(i)]) || std::isinf(w_s[size_t(j)]);
-      out.push_back(zero ? 0.0f : float(acc[size_t(i * N + j)]) / (a_s[size_t(i)] * w_s[size_t(j)]));
-    }
+    for (int64_t j = 0; j < N; ++j) out.push_back(float(acc[size_t(i * N + j)]) / (a_s[size_t(i)] * w_s[size_t(j)]));
   return out;
 }
 

@@ -65,8 +65,11 @@ TEST(Int8, QuantizeRowsIsTheReferencesArithmetic) {
     const int64_t r = 37, c = 300;
     Host x = random_host(d, size_t(r * c), rng, -3, 3);
     for (int64_t j = 0; j < c; ++j) x.set(size_t(5 * c + j), 0);  // an all-zero row quantizes to 0
+    x.set(size_t(7 * c + 200), NAN);  // rows holding NaN or inf: scale 0, inv_scale inf
+    x.set(size_t(8 * c + 3), -std::numeric_limits<LD>::infinity());
     tilejit::ops::RowQuantized got = tilejit::ops::quantize_rows_int8(upload(x, {r, c}));
     RowReference want = quantize_rows(x, r, c);
+    for (int64_t row : {7, 8}) EXPECT_TRUE(std::isinf(want.inv_scale[size_t(row)]));  // the reference's own check
     expect_values("q", download(got.q), want.q, exact());
     expect_values("inv_scale", download(got.inv_scale), want.inv_scale, exact());
   }

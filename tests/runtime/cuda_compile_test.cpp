@@ -346,7 +346,7 @@ TEST_F(CudaCompileTest, ARecompileReplacesTheCachedImage) {
   KernelCache tamper = new_cache();
   const std::string& image_key = original.report.cache_entries.back();
   std::string value(**tamper.get(image_key));
-  size_t elf = value.rfind("\x7f" "ELF");
+  size_t elf = value.find("\x7f" "ELF");
   ASSERT_NE(elf, std::string::npos);
   value.replace(elf, 4, "BAD!");
   tamper.put(image_key, "tj_test_add_one sm_90a cubin", value);
@@ -383,7 +383,9 @@ TEST_F(CudaCompileTest, ARecompileShadowsAPacksImage) {
   CudaKernelImage original = compile(packed, constants);
   const std::string& image_key = original.report.cache_entries.back();
   std::string value(**packed.get(image_key));
-  value.replace(value.rfind("\x7f" "ELF"), 4, "BAD!");
+  size_t elf = value.find("\x7f" "ELF");
+  ASSERT_NE(elf, std::string::npos);
+  value.replace(elf, 4, "BAD!");
   packed.put(image_key, "tj_test_add_one sm_90a cubin", value);
   fs::path pack_path = dir_ / "damaged.tjpack";
   write_cache_pack(packed, PackManifest::current("sm_90a", "test"), pack_path.string());

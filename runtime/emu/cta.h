@@ -13,6 +13,7 @@
 
 #include "runtime/device.h"
 #include "runtime/emu/allocation_table.h"
+#include "runtime/emu/race_detector.h"
 
 namespace tilejit::emu {
 
@@ -153,18 +154,16 @@ struct Mbarrier {
   int64_t tx_count = 0;               // bytes announced by expect-tx and not yet completed
   uint32_t phase = 0;                 // phases completed
   std::vector<TmaCopy> in_flight;     // copies that complete-tx on it
-};
-
-// Per shared-memory word: who last wrote and read it in which barrier interval.
-struct RaceShadow {
-  uint32_t write_epoch = 0, read_epoch = 0;
-  int32_t writer = -1, reader = -1;  // reader -2: several threads read
+  // With the race check on: what the current phase's arrivals had seen, and the last
+  // completed phase's, which its waiters acquire.
+  VectorClock arrived, completed;
 };
 
 // One of a CTA's 16 named barriers (bar.sync id, count): threads arrived in the current use
-// and the count the first of them named.
+// and the count the first of them named; with the race check on, what their warps had seen.
 struct NamedBarrier {
   int arrived = 0, expected = 0;
+  VectorClock released;
 };
 inline constexpr uint32_t kNamedBarriers = 16;
 
@@ -179,9 +178,8 @@ struct Cta {
   std::vector<Thread> threads;
   std::byte* shared = nullptr;
   NamedBarrier barriers[kNamedBarriers];
-  uint32_t epoch = 1;  // barrier intervals, for the race detector (any named barrier ends one)
   std::vector<WarpExchange> warps;
-  std::vector<RaceShadow> shadow;  // one per byte of shared memory, when racecheck is on
+  RaceDetector* race = nullptr;  // when the race check is on
   std::vector<ProxyShadow> generic_writes;  // one per 4 bytes of shared memory
   uint32_t proxy_clock = 1;
   std::unordered_map<int64_t, Mbarrier> mbarriers;  // by offset in the shared block

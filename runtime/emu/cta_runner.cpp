@@ -112,6 +112,11 @@ std::byte* CtaRunner::window(size_t rank) {
   return windows_[rank].get();
 }
 
+RaceDetector& CtaRunner::race_detector(size_t rank) {
+  while (race_detectors_.size() <= rank) race_detectors_.push_back(std::make_unique<RaceDetector>());
+  return *race_detectors_[rank];
+}
+
 std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
   const int n = launch.num_threads;
   const Dim3& dims = launch.cluster;
@@ -138,7 +143,11 @@ std::string CtaRunner::run(Launch& launch, Dim3 cluster_id, uint64_t index) {
     cta.shared = window(rank);
     std::memset(cta.shared, static_cast<int>(kSharedPoison), static_cast<size_t>(launch.shared_bytes));
     cta.generic_writes.assign(static_cast<size_t>((launch.shared_bytes + 3) / 4), ProxyShadow{});
-    if (launch.racecheck) cta.shadow.assign(static_cast<size_t>(launch.shared_bytes), RaceShadow{});
+    if (launch.racecheck) {
+      cta.race = &race_detector(rank);
+      cta.race->start(static_cast<int>(cta.warps.size()), launch.shared_bytes);
+      for (NamedBarrier& bar : cta.barriers) bar.released = cta.race->empty_clock();
+    }
     for (int i = 0; i < n; ++i) {
       Thread& t = cta.threads[static_cast<size_t>(i)];
       t.tid = i;

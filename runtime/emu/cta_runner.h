@@ -36,6 +36,7 @@ class CtaRunner {
   static size_t slot(const Cta& cta, const Thread& t);  // its stack's, among the cluster's
   std::byte* stack_bottom(size_t slot) const;  // the lowest address of the stack of the cluster's thread `slot`
   std::byte* window(size_t rank);  // the shared memory of the cluster's CTA `rank`
+  RaceDetector& race_detector(size_t rank);  // the race check of the cluster's CTA `rank`
   std::string stuck_message(const Cta& cta) const;
 
   size_t stack_bytes_;
@@ -49,6 +50,8 @@ class CtaRunner {
   };
   // Per CTA of a cluster: kSharedWindowBytes, aligned to its size.
   std::vector<std::unique_ptr<std::byte, FreeWindow>> windows_;
+  // Per CTA of a cluster, kept from run to run (their shadows are never cleared).
+  std::vector<std::unique_ptr<RaceDetector>> race_detectors_;
 };
 
 }  // namespace tilejit::emu

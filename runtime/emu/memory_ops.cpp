@@ -1,11 +1,11 @@
 // Emulation of the memory spaces and the checks on every access: global accesses must fall
 // inside an allocation the runtime knows and be naturally aligned; shared accesses must fall
 // inside the CTA's shared block. With TILEJIT_EMU_RACECHECK=1, shared accesses are also
-// checked for races: two threads touching one byte between the same two barriers, one of
-// them writing (atomics excepted). The shadow is per byte: threads storing neighbouring bytes
-// or halves of one word (a tile of i8 or f16 written element by element) do not race. Every shared write is also remembered for the async-proxy
-// check of wgmma's operand reads (runtime/emu/wgmma_ops.cpp).
+// checked for races (runtime/emu/race_detector.h). Every shared write is also remembered for
+// the async-proxy check of wgmma's operand reads (runtime/emu/wgmma_ops.cpp).
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -28,28 +28,17 @@ bool misaligned(uintptr_t address, int64_t bytes) {
 
 std::byte* shared_base() { return current().cta->shared; }
 
+std::string race_message(const Race& race, bool write) {
+  std::string whom = race.other == -2 ? std::string("several threads") : fmt::format("thread {}", race.other);
+  return fmt::format("shared memory race at offset {}: {} here, {} {} with no barrier ordering the two", race.offset,
+                     write ? "written" : "read", race.other_wrote ? "written by" : "read by", whom);
+}
+
 void check_race(Cta& cta, int64_t offset, int64_t bytes, uint32_t flags) {
-  int tid = current().thread->tid;
   bool write = flags & codegen::kAccessWrite;
-  for (int64_t byte = offset; byte < offset + bytes; ++byte) {
-    RaceShadow& s = cta.shadow[static_cast<size_t>(byte)];
-    int other = -1;
-    const char* kind = "";
-    if (s.write_epoch == cta.epoch && s.writer != tid) other = s.writer, kind = "written by";
-    if (write && other < 0 && s.read_epoch == cta.epoch && s.reader != tid) other = s.reader, kind = "read by";
-    if (other != -1) {
-      std::string whom = other == -2 ? std::string("several threads") : fmt::format("thread {}", other);
-      abort_thread(fmt::format("shared memory race at offset {}: {} here, {} {} since the last barrier", byte,
-                               write ? "written" : "read", kind, whom));
-    }
-    if (write) {
-      s.write_epoch = cta.epoch, s.writer = tid;
-    } else if (s.read_epoch != cta.epoch) {
-      s.read_epoch = cta.epoch, s.reader = tid;
-    } else if (s.reader != tid) {
-      s.reader = -2;
-    }
-  }
+  std::optional<Race> race = cta.race->access(current().thread->tid, offset, bytes, write);
+  // No string may live in this frame: abort_thread never unwinds it.
+  if (race) abort_thread(race_message(*race, write));
 }
 
 // Where an out-of-bounds global access fell, relative to the nearest allocation.
@@ -86,7 +75,7 @@ void check_shared(const void* pointer, int64_t bytes, uint32_t flags) {
                              access_name(flags), bytes, offset, size));
   if (misaligned(address, bytes))
     abort_thread(fmt::format("misaligned {}-byte shared {} at offset {}", bytes, access_name(flags), offset));
-  if (cta.launch->racecheck && !(flags & codegen::kAccessAtomic)) check_race(cta, offset, bytes, flags);
+  if (cta.race && !(flags & codegen::kAccessAtomic)) check_race(cta, offset, bytes, flags);
   if (flags & codegen::kAccessWrite) {
     if (cta.unread_stores > 0) check_unread_store_sources(cta, offset, bytes);
     for (int64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word)

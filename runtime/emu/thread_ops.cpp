@@ -2,6 +2,7 @@
 // special registers, CTA barriers, and the warp collectives (shuffles, votes, matches, warp
 // barriers) with the semantics of the PTX ISA's shfl.sync, vote.sync, match.sync and
 // bar.warp.sync.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -52,9 +53,25 @@ uint32_t warpid() { return static_cast<uint32_t>(tid() / 32); }
 uint32_t nwarpid() { return static_cast<uint32_t>((cta().launch->num_threads + 31) / 32); }
 uint32_t warpsize() { return 32; }
 
+// With the race check on: the warps of the threads waiting at `bar` (and of the running
+// thread when `running_waits`) take in what every arrival had seen, and go on after it.
+void release_barrier_warps(Cta& c, NamedBarrier& bar, uint32_t id, bool running_waits) {
+  uint32_t warps = 0;  // as a mask: a CTA has at most 32
+  for (const Thread& t : c.threads)
+    if ((t.state == ThreadState::at_barrier && t.barrier_id == id) || (running_waits && &t == current().thread))
+      warps |= uint32_t{1} << (t.tid / 32);
+  for (int w = 0; warps; ++w, warps >>= 1) {
+    if (!(warps & 1)) continue;
+    c.race->acquire(w, bar.released);
+    c.race->advance(w);
+  }
+  std::fill(bar.released.begin(), bar.released.end(), 0);
+}
+
 // The calling thread's arrival at named barrier `id` for a count of `count` (`instruction`
-// names it in errors); true when it completed the barrier, which releases its waiting threads.
-bool arrive_at_barrier(const char* instruction, uint32_t id, uint32_t count) {
+// names it in errors; `waits`: bar.sync, which waits for the barrier, not bar.arrive); true
+// when it completed the barrier, which releases its waiting threads.
+bool arrive_at_barrier(const char* instruction, uint32_t id, uint32_t count, bool waits) {
   Cta& c = cta();
   if (id >= kNamedBarriers)
     abort_thread(fmt::format("{} {}: barriers are numbered 0 to {}", instruction, id, kNamedBarriers - 1));
@@ -66,9 +83,14 @@ bool arrive_at_barrier(const char* instruction, uint32_t id, uint32_t count) {
   if (bar.expected != static_cast<int>(count))
     abort_thread(fmt::format("{} {}, {}: {} threads already arrived there for a count of {}", instruction, id, count,
                              bar.arrived, bar.expected));
+  if (c.race) {
+    const int warp = current().thread->tid / 32;
+    c.race->publish(warp, bar.released);
+    if (!waits) c.race->advance(warp);
+  }
   if (++bar.arrived < bar.expected) return false;
   bar.arrived = 0;
-  ++c.epoch;
+  if (c.race) release_barrier_warps(c, bar, id, waits);
   for (Thread& t : c.threads)
     if (t.state == ThreadState::at_barrier && t.barrier_id == id) t.state = ThreadState::runnable;
   return true;
@@ -78,7 +100,7 @@ bool arrive_at_barrier(const char* instruction, uint32_t id, uint32_t count) {
 // releases the others. Every thread that uses the barrier at the same time must name the
 // same count, a multiple of the warp size.
 void barrier_count(uint32_t id, uint32_t count) {
-  if (arrive_at_barrier("bar.sync", id, count)) return;
+  if (arrive_at_barrier("bar.sync", id, count, true)) return;
   Thread& self = *current().thread;
   self.barrier_id = id;
   self.state = ThreadState::at_barrier;
@@ -87,7 +109,7 @@ void barrier_count(uint32_t id, uint32_t count) {
 
 // bar.arrive `id`, `count`: an arrival that counts towards the barrier's `count` without
 // waiting for it (a producer's signal to threads that bar.sync there).
-void barrier_arrive_count(uint32_t id, uint32_t count) { arrive_at_barrier("bar.arrive", id, count); }
+void barrier_arrive_count(uint32_t id, uint32_t count) { arrive_at_barrier("bar.arrive", id, count, false); }
 
 // barrier.cluster.arrive (release; .relaxed without, the same here, where every access is
 // seen at once): the thread's arrival on the cluster barrier's current phase, which completes
@@ -241,7 +263,7 @@ void complete_cluster_phase_if_done(Cluster& cluster) {
   cluster.arrived = 0;
   ++cluster.completed;
   for (Cta* c : cluster.ctas) {
-    ++c->epoch;
+    if (c->race) c->race->synchronize_all();
     for (Thread& t : c->threads)
       if (t.state == ThreadState::at_cluster_barrier) t.state = ThreadState::runnable;
   }

@@ -79,7 +79,21 @@ void complete_phase_if_done(Cta& block, Mbarrier& b) {
   if (b.pending > 0 || b.tx_count != 0) return;
   ++b.phase;
   b.pending = b.expected;
+  if (block.race) {
+    b.completed = b.arrived;
+    std::fill(b.arrived.begin(), b.arrived.end(), 0);
+  }
   wake_mbarrier_waiters(block);
+}
+
+// With the race check on: an arrival of the running thread on `b`, an mbarrier of `block`,
+// releases what its warp did so far to the phase's waiters. (An arrival from another CTA of
+// the cluster releases nothing here: peers' accesses are not race-checked.)
+void release_to(Cta& block, Mbarrier& b) {
+  if (!block.race || &block != current().cta) return;
+  const int warp = current().thread->tid / 32;
+  block.race->publish(warp, b.arrived);
+  block.race->advance(warp);
 }
 
 int64_t swizzled(int64_t address, int swizzle_bytes) {
@@ -156,7 +170,8 @@ void mbarrier_init(void* bar, int32_t count) {
   auto it = cta().mbarriers.find(offset);
   if (it != cta().mbarriers.end() && !it->second.in_flight.empty())
     abort_thread(fmt::format("mbarrier.init at shared offset {} while TMA copies still complete on it", offset));
-  cta().mbarriers[offset] = Mbarrier{count, count, 0, 0, {}};
+  Mbarrier& b = cta().mbarriers[offset] = Mbarrier{count, count, 0, 0, {}, {}, {}};
+  if (cta().race) b.arrived = b.completed = cta().race->empty_clock();
 }
 
 void mbarrier_inval(void* bar) {
@@ -172,6 +187,7 @@ uint64_t mbarrier_arrive_expect_tx(void* bar, int32_t tx) {
   uint64_t state = b.phase;
   b.tx_count += tx;
   --b.pending;
+  release_to(cta(), b);
   complete_phase_if_done(cta(), b);
   return state;
 }
@@ -182,6 +198,7 @@ uint64_t mbarrier_arrive(void* bar) {
   if (b.pending == 0) abort_thread("mbarrier.arrive: more arrivals than the phase expects");
   uint64_t state = b.phase;
   --b.pending;
+  release_to(cta(), b);
   complete_phase_if_done(cta(), b);
   // A waiter this arrival released (a producer refilling a slot) runs before the arriving
   // thread goes on, so a slot released before its last read is overwritten while it matters.
@@ -202,6 +219,7 @@ void mbarrier_arrive_cluster(void* bar, int32_t count) {
   if (count < 1 || count > b.pending)
     abort_thread(fmt::format("{} with {} arrivals: the phase expects {} more", op, count, b.pending));
   b.pending -= count;
+  release_to(*owner, b);
   complete_phase_if_done(*owner, b);
   yield_to_scheduler();
 }
@@ -213,7 +231,11 @@ bool mbarrier_try_wait_parity(void* bar, int32_t parity) {
   for (;;) {
     Mbarrier& b = mbarrier_at(bar, "mbarrier.try_wait.parity");  // again after each yield: the map may have grown
     if (!b.in_flight.empty()) land_copies(b);
-    if ((b.phase & 1) != (static_cast<uint32_t>(parity) & 1)) return true;
+    if ((b.phase & 1) != (static_cast<uint32_t>(parity) & 1)) {
+      // acquire: what the completed phase's arrivals did comes before what follows
+      if (cta().race) cta().race->acquire(self.tid / 32, b.completed);
+      return true;
+    }
     self.state = ThreadState::at_mbarrier;
     while (self.state == ThreadState::at_mbarrier) yield_to_scheduler();
   }

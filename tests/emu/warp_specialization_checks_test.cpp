@@ -3,7 +3,8 @@
 // wait there (bar.arrive), plain mbarrier arrivals that complete a phase another thread waits
 // for, and setmaxnreg; each rule it enforces planted broken on purpose: counts that differ at
 // one barrier, a barrier its count of threads never reaches, a register count setmaxnreg does
-// not take.
+// not take; and the race check's ordering by named barriers among some warps and by mbarrier
+// phases.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
 #include "tests/error_message.h"
+#include "tests/scoped_env.h"
 
 namespace tilejit {
 namespace {
@@ -183,6 +185,141 @@ leave:
   ret void
 )");
   EXPECT_EQ(out[3], 7);
+}
+
+// The race check orders accesses by the barriers their threads took part in: a barrier among
+// other warps orders nothing between these, one barrier after another orders transitively,
+// and an mbarrier phase orders what its arrivals wrote before them before what its waiter
+// reads after the wait.
+class RaceCheckedRun : public testing::Test {
+  testing_util::ScopedEnv on_{"TILEJIT_EMU_RACECHECK", "1"};
+};
+
+// Thread 0 writes shared word 0; warps `first` and `first + 1` meet at barrier 1, then warps
+// `first + 1` and `first + 2` at barrier 2 (when `second`); thread 96 (warp 3) reads the word.
+std::string write_then_barriers(int first, bool second) {
+  auto warp_is = [](int w, const std::string& name) {
+    return "  %" + name + " = icmp eq i32 %warp, " + std::to_string(w) + "\n";
+  };
+  return R"(
+  %warp = lshr i32 %t, 5
+  %writer = icmp eq i32 %t, 0
+  br i1 %writer, label %write, label %first_barrier
+write:
+  store i32 42, ptr addrspace(3) @smem
+  br label %first_barrier
+first_barrier:
+)" + warp_is(first, "a") + warp_is(first + 1, "b") + warp_is(first + 2, "c") + R"(
+  %at_1 = or i1 %a, %b
+  br i1 %at_1, label %sync_1, label %second_barrier
+sync_1:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)
+  br label %second_barrier
+second_barrier:
+  %at_2 = or i1 %b, %c
+  %syncs_2 = and i1 %at_2, )" + (second ? "true" : "false") + R"(
+  br i1 %syncs_2, label %sync_2, label %read
+sync_2:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 2, i32 64)
+  br label %read
+read:
+  %reader = icmp eq i32 %t, 96
+  br i1 %reader, label %load, label %leave
+load:
+  %v = load i32, ptr addrspace(3) @smem
+  store i32 %v, ptr addrspace(1) %word
+  br label %leave
+leave:
+  ret void
+)";
+}
+
+TEST_F(RaceCheckedRun, ABarrierAmongOtherWarpsOrdersNothing) {
+  // Warps 1 and 2 meet; neither wrote nor reads: thread 96's read races with thread 0's write.
+  EXPECT_THAT(error_of([] { run(write_then_barriers(1, false)); }),
+              HasSubstr("shared memory race at offset 0: read here, written by thread 0 with no barrier ordering "
+                        "the two"));
+  // Warps 0 and 1 meet, then 1 and 2: still not warp 3.
+  EXPECT_THAT(error_of([] { run(write_then_barriers(0, true)); }), HasSubstr("shared memory race at offset 0"));
+}
+
+TEST_F(RaceCheckedRun, BarriersOrderTransitively) {
+  // Warps 1 and 2 meet, then 2 and 3: a chain to warp 3, but warp 0, the writer, is not on it.
+  EXPECT_THAT(error_of([] { run(write_then_barriers(1, true)); }), HasSubstr("shared memory race at offset 0"));
+  // Warps 0 and 1 meet, then 1 and 3: the write reaches warp 3 through warp 1.
+  std::vector<int32_t> out = run(R"(
+  %warp = lshr i32 %t, 5
+  %writer = icmp eq i32 %t, 0
+  br i1 %writer, label %write, label %after
+write:
+  store i32 42, ptr addrspace(3) @smem
+  br label %after
+after:
+  switch i32 %warp, label %leave [ i32 0, label %first
+                                   i32 1, label %middle
+                                   i32 3, label %last ]
+first:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)
+  br label %leave
+middle:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 2, i32 64)
+  br label %leave
+last:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 2, i32 64)
+  %v = load i32, ptr addrspace(3) @smem
+  store i32 %v, ptr addrspace(1) %word
+  br label %leave
+leave:
+  ret void
+)");
+  EXPECT_EQ(out[96], 42);
+}
+
+// Thread 0 sets up an mbarrier for two arrivals at offset 0; thread 32 writes word 4 and
+// arrives; thread 64 arrives, then writes word 5 (when `late_write`); thread 96 waits for the
+// phase and reads word 4 and, with `late_write`, word 5.
+std::string arrivals_then_wait(bool late_write) {
+  return R"(
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %init, label %after_init
+init:
+  call void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3) @smem, i32 2)
+  br label %after_init
+after_init:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 0, i32 128)
+  %word_4 = getelementptr i32, ptr addrspace(3) @smem, i32 4
+  %word_5 = getelementptr i32, ptr addrspace(3) @smem, i32 5
+  switch i32 %t, label %leave [ i32 32, label %early
+                                i32 64, label %late
+                                i32 96, label %wait ]
+early:
+  store i32 11, ptr addrspace(3) %word_4
+  %s1 = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) @smem)
+  br label %leave
+late:
+  %s2 = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) @smem)
+  store i32 12, ptr addrspace(3) %word_5
+  br label %leave
+wait:
+  %done = call i1 @llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta(ptr addrspace(3) @smem, i32 0)
+  br i1 %done, label %read, label %wait
+read:
+  %v = load i32, ptr addrspace(3) %word_4
+)" + std::string(late_write ? "  %late_v = load i32, ptr addrspace(3) %word_5\n  %sum = add i32 %v, %late_v\n"
+                            : "  %sum = add i32 %v, 0\n") + R"(
+  store i32 %sum, ptr addrspace(1) %word
+  br label %leave
+leave:
+  ret void
+)";
+}
+
+TEST_F(RaceCheckedRun, AnMbarrierPhaseOrdersWhatItsArrivalsDidBefore) {
+  EXPECT_EQ(run(arrivals_then_wait(false))[96], 11);
+  // The released waiter runs first (as the arrival lets it): the late write finds its read.
+  EXPECT_THAT(error_of([] { run(arrivals_then_wait(true)); }),
+              HasSubstr("thread (64, 0, 0): shared memory race at offset 20: written here, read by thread 96"));
 }
 
 TEST(WarpSpecializationChecks, SetmaxnregTakesMultiplesOf8From24To256) {

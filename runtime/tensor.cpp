@@ -260,6 +260,18 @@ Tensor Tensor::select(int dim, int64_t index) const {
   return v;
 }
 
+Tensor Tensor::unsqueeze(int dim) const {
+  int d = dim < 0 ? dim + rank() + 1 : dim;
+  if (d < 0 || d > rank()) fail("unsqueeze of {}: dim {} is out of range", describe(), dim);
+  Tensor v = *this;
+  auto at = static_cast<size_t>(d);
+  // Any stride serves a dim of size 1; this one keeps a contiguous tensor contiguous.
+  int64_t stride = at < shape_.size() ? strides_[at] * shape_[at] : 1;
+  v.shape_.insert(v.shape_.begin() + static_cast<std::ptrdiff_t>(at), 1);
+  v.strides_.insert(v.strides_.begin() + static_cast<std::ptrdiff_t>(at), stride);
+  return v;
+}
+
 void Tensor::copy_from_host(const void* src, size_t bytes) {
   if (!is_contiguous()) fail("copy_from_host: {} is not contiguous", describe());
   if (static_cast<int64_t>(bytes) != this->bytes())

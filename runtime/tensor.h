@@ -60,6 +60,9 @@ class Tensor {
   Tensor slice(int dim, int64_t start, int64_t length) const;
   // The tensor of one less rank at `index` along `dim` (negative counts from the end).
   Tensor select(int dim, int64_t index) const;
+  // The tensor of one more rank with a dim of size 1 at `dim` (0 to rank; negative counts
+  // from the end, -1 appending), as numpy's expand_dims: the same memory and strides.
+  Tensor unsqueeze(int dim) const;
 
   // Whole-tensor copies for contiguous tensors (synchronous, on the default stream).
   void copy_from_host(const void* src, size_t bytes);

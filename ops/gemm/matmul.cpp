@@ -49,13 +49,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const GemmOptions& options, Stre
   if (a.rank() < 1 || b.rank() < 1) args.fail("operands must have rank >= 1, not {} and {}", a.describe(), b.describe());
   // numpy: a 1-D a is a row (1, K) and a 1-D b a column (K, 1); that dim is dropped after. A
   // vector is its own transpose: a transposed one is viewed the other way round, so that the
-  // transpose gives the row (the column) back.
+  // transpose gives the row (the column) back. Vectors of any stride.
   if (a.rank() == 1 || b.rank() == 1) {
-    if (a.rank() == 1) args.contiguous("a (1-D)", a);
-    if (b.rank() == 1) args.contiguous("b (1-D)", b);
-    auto as_matrix = [](const Tensor& v, bool one_row) {
-      return one_row ? v.view({1, v.dim(0)}) : v.view({v.dim(0), 1});
-    };
+    auto as_matrix = [](const Tensor& v, bool one_row) { return v.unsqueeze(one_row ? 0 : 1); };
     Tensor a2 = a.rank() == 1 ? as_matrix(a, !options.transpose_a) : a;
     Tensor b2 = b.rank() == 1 ? as_matrix(b, options.transpose_b) : b;
     Tensor out = matmul(a2, b2, options, stream);

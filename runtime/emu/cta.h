@@ -154,8 +154,8 @@ struct Mbarrier {
   int64_t tx_count = 0;               // bytes announced by expect-tx and not yet completed
   uint32_t phase = 0;                 // phases completed
   std::vector<TmaCopy> in_flight;     // copies that complete-tx on it
-  // With the race check on: what the current phase's arrivals had seen, and the last
-  // completed phase's, which its waiters acquire.
+  // With the race check on: what its arrivals so far had seen, and what they had when the
+  // last phase completed, which that phase's waiters acquire.
   VectorClock arrived, completed;
 };
 

@@ -97,8 +97,8 @@ namespace {
 // An access through a shared::cluster address: the running CTA's own shared memory is
 // checked as such; another CTA's must be inside its block, aligned, and that CTA must not
 // have exited (PTX: a CTA accessing a peer's shared memory must make sure the peer is still
-// running, as with barrier.cluster before it exits). Accesses to a peer's memory are outside
-// the race detector's barrier intervals and the async-proxy check.
+// running, as with barrier.cluster before it exits). Accesses to a peer's memory are not
+// race-checked, nor seen by the async-proxy check.
 void check_cluster_shared(const void* pointer, int64_t bytes, uint32_t flags) {
   Cta* owner = cta_holding(pointer);
   if (owner == current().cta) return check_shared(pointer, bytes, flags);

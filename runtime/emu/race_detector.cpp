@@ -15,7 +15,7 @@ void RaceDetector::start(int warps, int64_t bytes) {
   uint32_t high = 0;
   for (int w = 0; w < warps_; ++w) high = std::max(high, clock(w, w));
   base_ = high + 1;
-  if (base_ >= kClockLimit) {
+  if (high >= kClockLimit) {
     base_ = 1;
     std::fill(writes_.begin(), writes_.end(), Write{});
     std::fill(reads_.begin(), reads_.end(), Read{});

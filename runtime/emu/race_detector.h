@@ -9,10 +9,14 @@
 //   - an mbarrier phase orders what its arrivals (relaxed ones too) did before them before
 //     what a thread does after its wait saw the phase complete (TMA's transactions are the
 //     async proxy, not checked here);
-//   - the cluster barrier orders everything of every warp of the CTA.
-// Threads of one warp are ordered by a synchronization their warp took part in between;
-// warp collectives (shfl.sync, bar.warp.sync) order nothing here. The shadow is per byte, so
-// threads storing neighbouring bytes of one word do not race.
+//   - the cluster barrier orders everything of every warp of the CTA before everything after
+//     its phase completed.
+// Threads of one warp are ordered by a synchronization any lane of the warp took part in
+// between; warp collectives (shfl.sync, bar.warp.sync) order nothing here. The model errs
+// towards missing a race, never towards reporting one that is not: a lane's arrival advances
+// its whole warp, and lanes still running while others of their warp wait at a bar.sync count
+// as before it. The shadow is per byte, so threads storing neighbouring bytes of one word do
+// not race.
 //
 // The shadow is kept from CTA to CTA and never cleared: each CTA's clocks start above every
 // clock the shadow holds, and an entry older than the CTA counts as ordered before it.

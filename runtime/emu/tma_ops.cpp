@@ -79,10 +79,9 @@ void complete_phase_if_done(Cta& block, Mbarrier& b) {
   if (b.pending > 0 || b.tx_count != 0) return;
   ++b.phase;
   b.pending = b.expected;
-  if (block.race) {
-    b.completed = b.arrived;
-    std::fill(b.arrived.begin(), b.arrived.end(), 0);
-  }
+  // A waiter that sees this phase complete is after every arrival of it and of the phases
+  // before it (the clocks only grow, so the collected clock just keeps growing).
+  if (block.race) b.completed = b.arrived;
   wake_mbarrier_waiters(block);
 }
 

@@ -24,6 +24,7 @@ constexpr int kThreads = 128;
 
 const char* kDeclarations = R"(
 declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
 declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)
 declare void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32, i32)
 declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)
@@ -33,22 +34,23 @@ declare i1 @llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta(ptr addrspace
 @smem = external addrspace(3) global [0 x i8], align 1024
 )";
 
-// Runs `body` (IR after %t, the thread id, and %word, the i32 at out[t], are defined; it
-// ends in `ret void`) on kThreads threads; returns out.
-std::vector<int32_t> run(const std::string& body) {
+// Runs `body` (IR after %t, the thread id, %cta, the CTA's index, and %word, the i32 at
+// out[t], are defined; it ends in `ret void`) on `ctas` CTAs of `threads` threads; returns out.
+std::vector<int32_t> run(const std::string& body, int threads = kThreads, uint32_t ctas = 1) {
   std::string ir = std::string(kDeclarations) + R"(
 define ptx_kernel void @checked(ptr addrspace(1) %out) {
 entry:
   %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %cta = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
   %word = getelementptr i32, ptr addrspace(1) %out, i32 %t
 )" + body + "}\n";
   Device& emu = Device::emu();
-  Tensor out = Tensor::empty(emu, DType::i32, {kThreads});
+  Tensor out = Tensor::empty(emu, DType::i32, {threads});
   out.fill_bytes(0xff);
-  auto loaded = emu_load_llvm_ir(ir, "checked", kThreads, 64);
+  auto loaded = emu_load_llvm_ir(ir, "checked", threads, 512);
   void* out_ptr = out.data();
   void* args[] = {&out_ptr};
-  emu.launch(*loaded, LaunchDims{{1, 1, 1}, {}}, args, emu.default_stream());
+  emu.launch(*loaded, LaunchDims{{ctas, 1, 1}, {}}, args, emu.default_stream());
   emu.default_stream().synchronize();
   return out.to_host<int32_t>();
 }
@@ -317,9 +319,71 @@ leave:
 
 TEST_F(RaceCheckedRun, AnMbarrierPhaseOrdersWhatItsArrivalsDidBefore) {
   EXPECT_EQ(run(arrivals_then_wait(false))[96], 11);
-  // The released waiter runs first (as the arrival lets it): the late write finds its read.
+  // The waiter reads before thread 64 goes on from its arrival: the late write finds its read.
   EXPECT_THAT(error_of([] { run(arrivals_then_wait(true)); }),
               HasSubstr("thread (64, 0, 0): shared memory race at offset 20: written here, read by thread 96"));
+}
+
+// bar.arrive releases without acquiring: thread 63's arrival completes barrier 2, where warp 0
+// waits after thread 0's write, but what warp 0 did is not ordered before thread 63's read.
+TEST_F(RaceCheckedRun, AnArrivalDoesNotAcquire) {
+  EXPECT_THAT(error_of([] {
+                run(R"(
+  %warp = lshr i32 %t, 5
+  switch i32 %warp, label %leave [ i32 0, label %writer
+                                   i32 1, label %arriver ]
+writer:
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %write, label %wait
+write:
+  store i32 42, ptr addrspace(3) @smem
+  br label %wait
+wait:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 2, i32 64)
+  br label %leave
+arriver:
+  call void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32 2, i32 64)
+  %last = icmp eq i32 %t, 63
+  br i1 %last, label %read, label %leave
+read:
+  %v = load i32, ptr addrspace(3) @smem
+  store i32 %v, ptr addrspace(1) %word
+  br label %leave
+leave:
+  ret void
+)");
+              }),
+              HasSubstr("thread (63, 0, 0): shared memory race at offset 0: read here, written by thread 0"));
+}
+
+// The shadow outlives CTAs and launches: what an earlier CTA (or a launch with more warps)
+// wrote is no race with a later CTA's reads.
+TEST_F(RaceCheckedRun, EarlierCtasAccessesAreNoRaces) {
+  std::vector<int32_t> out = run(R"(
+  %odd = and i32 %cta, 1
+  %reads = icmp eq i32 %odd, 1
+  %next = add i32 %t, 1
+  %neighbour = and i32 %next, 127
+  %mine = getelementptr i32, ptr addrspace(3) @smem, i32 %t
+  %theirs = getelementptr i32, ptr addrspace(3) @smem, i32 %neighbour
+  br i1 %reads, label %read, label %write
+write:
+  store i32 %t, ptr addrspace(3) %mine
+  ret void
+read:
+  %v = load i32, ptr addrspace(3) %theirs
+  store i32 1, ptr addrspace(1) %word
+  ret void
+)", kThreads, 16);
+  EXPECT_EQ(out[0], 1);
+  out = run(R"(
+  %high = add i32 %t, 64
+  %theirs = getelementptr i32, ptr addrspace(3) @smem, i32 %high
+  %v = load i32, ptr addrspace(3) %theirs
+  store i32 2, ptr addrspace(1) %word
+  ret void
+)", 64, 4);
+  EXPECT_EQ(out[63], 2);
 }
 
 TEST(WarpSpecializationChecks, SetmaxnregTakesMultiplesOf8From24To256) {

@@ -191,6 +191,17 @@ TEST(Int8, MatmulBroadcastsLikeNumpy) {
   Tensor mv_t = tilejit::ops::matmul(upload(transposed(mat, n, k), {k, n}), upload(v, {k}), both);
   ASSERT_EQ(mv_t.shape(), (std::vector<int64_t>{n}));
   expect_values("matrix^T @ vector^T", download(mv_t), want_mv, {8e-3, 1e-4});
+
+  // A strided vector: column 1 of a (K, 3) matrix.
+  Host columns(DType::bf16, size_t(k * 3));
+  for (int64_t t = 0; t < k; ++t)
+    for (int64_t c = 0; c < 3; ++c) columns.set_raw(size_t(t * 3 + c), c == 1 ? v.raw(size_t(t)) : 0x7fc0);
+  Tensor strided = upload(columns, {k, 3}).select(1, 1);
+  ASSERT_EQ(strided.strides(), (std::vector<int64_t>{3}));
+  expect_values("strided vector @ matrix", download(tilejit::ops::matmul(strided, upload(mat, {k, n}))), want_vm,
+                {8e-3, 1e-4});
+  expect_values("matrix @ strided vector", download(tilejit::ops::matmul(upload(mat, {n, k}), strided)), want_mv,
+                {8e-3, 1e-4});
 }
 
 TEST(Int8, Errors) {

@@ -139,6 +139,20 @@ TEST(Tensor, ViewsShareMemoryAndKeepItAlive) {
   EXPECT_THAT(error_of([&] { view.view({1}, 4); }), HasSubstr("1 elements from offset 4 reach past its 4 elements"));
 }
 
+TEST(Tensor, UnsqueezeAddsADimOfSizeOne) {
+  Tensor t = Tensor::empty(Device::emu(), DType::f32, {2, 3});
+  Tensor column = t.select(1, 2);  // stride 3
+  EXPECT_EQ(column.unsqueeze(0).shape(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(column.unsqueeze(0).strides(), (std::vector<int64_t>{6, 3}));
+  EXPECT_EQ(column.unsqueeze(-1).shape(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(column.unsqueeze(-1).strides(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(column.unsqueeze(1).data(), column.data());
+  EXPECT_TRUE(t.unsqueeze(1).is_contiguous());
+  EXPECT_EQ(t.unsqueeze(1).shape(), (std::vector<int64_t>{2, 1, 3}));
+  EXPECT_THAT(error_of([&] { t.unsqueeze(3); }), HasSubstr("unsqueeze of f32[2, 3] on emu: dim 3 is out of range"));
+  EXPECT_THAT(error_of([&] { t.unsqueeze(-4); }), HasSubstr("dim -4 is out of range"));
+}
+
 TEST(Tensor, DlpackRoundTripSharesMemory) {
   Tensor t = Tensor::empty(Device::emu(), DType::f32, {2, 3});
   std::vector<float> v = {1, 2, 3, 4, 5, 6};

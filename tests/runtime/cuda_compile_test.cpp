@@ -333,6 +333,16 @@ TEST_F(CudaCompileTest, ACorruptedImageIsCompiledAgain) {
   EXPECT_EQ(traces, before + 1);
 }
 
+// Damages the cubin inside the image entry `key` of `cache`, which stays a well-formed image:
+// its ELF magic, as a newer toolkit's or another GPU's binary would look wrong to the driver.
+void damage_cubin(KernelCache& cache, const std::string& key) {
+  std::string value(**cache.get(key));
+  size_t elf = value.find("\x7f" "ELF");
+  ASSERT_NE(elf, std::string::npos);
+  value.replace(elf, 4, "BAD!");
+  cache.put(key, "tj_test_add_one sm_90a cubin", value);
+}
+
 // What the device does when the driver refuses an image the cache served: the recompile
 // reads nothing from the cache and replaces the entries, so the next start is served the
 // new image.
@@ -341,15 +351,8 @@ TEST_F(CudaCompileTest, ARecompileReplacesTheCachedImage) {
   KernelCache cold = new_cache();
   CudaKernelImage original = compile(cold, constants);
 
-  // Damage the cubin inside an entry that is still a well-formed image (its ELF magic, as a
-  // newer toolkit's or another GPU's binary would look wrong to the driver).
   KernelCache tamper = new_cache();
-  const std::string& image_key = original.report.cache_entries.back();
-  std::string value(**tamper.get(image_key));
-  size_t elf = value.find("\x7f" "ELF");
-  ASSERT_NE(elf, std::string::npos);
-  value.replace(elf, 4, "BAD!");
-  tamper.put(image_key, "tj_test_add_one sm_90a cubin", value);
+  damage_cubin(tamper, original.report.cache_entries.back());
 
   KernelCache served = new_cache();
   CudaKernelImage damaged = compile(served, constants);
@@ -381,12 +384,7 @@ TEST_F(CudaCompileTest, ARecompileShadowsAPacksImage) {
   fs::create_directories(pack_dir);
   KernelCache packed(CacheOptions{pack_dir.string(), true});
   CudaKernelImage original = compile(packed, constants);
-  const std::string& image_key = original.report.cache_entries.back();
-  std::string value(**packed.get(image_key));
-  size_t elf = value.find("\x7f" "ELF");
-  ASSERT_NE(elf, std::string::npos);
-  value.replace(elf, 4, "BAD!");
-  packed.put(image_key, "tj_test_add_one sm_90a cubin", value);
+  damage_cubin(packed, original.report.cache_entries.back());
   fs::path pack_path = dir_ / "damaged.tjpack";
   write_cache_pack(packed, PackManifest::current("sm_90a", "test"), pack_path.string());
 

@@ -13,7 +13,9 @@
 // type, as the reference does. Where the reference divides by zero (an all-zero row of a or
 // column of w, giving NaN), the result's row / column is 0 instead. A row of a or column of w
 // that holds a NaN or an infinity gives a NaN row / column, as the reference's does, also
-// where it meets an all-zero column / row.
+// where it meets an all-zero column / row. The division is a multiplication by the scales'
+// f32 reciprocals, rounded once to the output type: within a few ulps of the reference, and
+// for f16 finite where the reference's i32 sums, rounded to f16 first, pass 65504 (inf).
 #pragma once
 
 #include "runtime/device.h"

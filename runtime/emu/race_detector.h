@@ -12,7 +12,8 @@
 //   - the cluster barrier orders everything of every warp of the CTA before everything after
 //     its phase completed.
 // Threads of one warp are ordered by a synchronization any lane of the warp took part in
-// between; warp collectives (shfl.sync, bar.warp.sync) order nothing here. The model errs
+// between, bar.warp.sync among them; the other warp collectives (shfl.sync, vote.sync, ...)
+// order no memory, as in PTX. The model errs
 // towards missing a race, never towards reporting one that is not: a lane's arrival advances
 // its whole warp, and lanes still running while others of their warp wait at a bar.sync count
 // as before it. The shadow is per byte, so threads storing neighbouring bytes of one word do

@@ -208,9 +208,11 @@ bool vote_uni(uint32_t mask, uint32_t p) { return vote("vote.uni.sync", mask, p,
 uint32_t vote_ballot(uint32_t mask, uint32_t p) { return vote("vote.ballot.sync", mask, p, 3); }
 
 // bar.warp.sync: the lanes of `mask` meet, their earlier memory accesses ordered before
-// what each does after.
+// what each does after (for the race check, the warp's later accesses come after).
 void warp_sync(uint32_t mask) {
-  warp_collective("bar.warp.sync", mask, 0, [](WarpExchange&) {});
+  warp_collective("bar.warp.sync", mask, 0, [](WarpExchange&) {
+    if (Cta& c = cta(); c.race) c.race->advance(current().thread->tid / 32);
+  });
 }
 
 // match.any.sync: the mask of lanes holding the same value as this lane.

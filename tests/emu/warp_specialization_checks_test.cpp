@@ -28,6 +28,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
 declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)
 declare void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32, i32)
 declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)
+declare void @llvm.nvvm.bar.warp.sync(i32)
 declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32)
 declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3))
 declare i1 @llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta(ptr addrspace(3), i32)
@@ -384,6 +385,33 @@ read:
   ret void
 )", 64, 4);
   EXPECT_EQ(out[63], 2);
+}
+
+// Lane 0 writes a word that lane 1 reads: bar.warp.sync between orders them; without it they race.
+std::string lane_hand_off(bool warp_sync) {
+  return R"(
+  %lane_0 = icmp eq i32 %t, 0
+  br i1 %lane_0, label %write, label %meet
+write:
+  store i32 42, ptr addrspace(3) @smem
+  br label %meet
+meet:
+)" + std::string(warp_sync ? "  call void @llvm.nvvm.bar.warp.sync(i32 -1)\n" : "") + R"(
+  %lane_1 = icmp eq i32 %t, 1
+  br i1 %lane_1, label %read, label %leave
+read:
+  %v = load i32, ptr addrspace(3) @smem
+  store i32 %v, ptr addrspace(1) %word
+  br label %leave
+leave:
+  ret void
+)";
+}
+
+TEST_F(RaceCheckedRun, AWarpBarrierOrdersItsLanes) {
+  EXPECT_EQ(run(lane_hand_off(true), 32)[1], 42);
+  EXPECT_THAT(error_of([] { run(lane_hand_off(false), 32); }),
+              HasSubstr("thread (1, 0, 0): shared memory race at offset 0: read here, written by thread 0"));
 }
 
 TEST(WarpSpecializationChecks, SetmaxnregTakesMultiplesOf8From24To256) {

@@ -101,7 +101,8 @@ Fp8Tensor fp8_quantize(const Tensor& x, Fp8ScalingState& state, const Fp8Quantiz
 
 // The update that ends a step: amax = max(history) ('max') or history[0] ('most_recent');
 // scale = (fmax / amax) / 2^margin unless amax <= 0 or is not finite (then the scale
-// stays); the history rolls left by one (history[i] = history[i+1], the last entry takes
+// stays), and f32's largest where that is past it (a tiny amax, as Transformer Engine's
+// update does: an inf scale would quantize 0 to NaN); the history rolls left by one (history[i] = history[i+1], the last entry takes
 // the old history[0]) and history[0] becomes 0. One DSL kernel on the stream.
 void fp8_update_scale(Fp8ScalingState& state, Stream* stream = nullptr);
 

@@ -37,7 +37,8 @@ struct NormOptions {
   // Not null: also quantize y (as stored, in x's dtype) through this state, exactly as
   // fp8_quantize(y, *fp8_state, fp8_options) does, in the same kernel. Transformer Engine
   // quantizes the f32 value before rounding to x's dtype; for f16 / bf16 x the two can differ
-  // where that rounding lands on an fp8 tie.
+  // where that rounding lands on an fp8 tie, and the amax (so the next scale) by that
+  // rounding (2^-9 relative for bf16).
   Fp8ScalingState* fp8_state = nullptr;
   Fp8QuantizeOptions fp8_options;
 };

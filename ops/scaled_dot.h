@@ -57,7 +57,8 @@ struct ScaledDotOptions {
 // f32 (lhs and rhs may differ), any strides. Scales: e8m0 or bf16, of their operand's rank;
 // along a contracting dim the operand's size must be a multiple (>= 2, the block size) of the
 // scale's, each scale element covering that many consecutive elements; along every other dim
-// the sizes are equal. A missing scale is all ones. Throws tilejit::Error naming the dims for
+// the sizes are equal (an empty contracting dim takes an empty scale dim; the sums are then
+// empty: zeros). A missing scale is all ones. Throws tilejit::Error naming the dims for
 // any violation, before any device work.
 Tensor scaled_dot(const Tensor& lhs, const Tensor& rhs, const std::optional<Tensor>& lhs_scale = std::nullopt,
                   const std::optional<Tensor>& rhs_scale = std::nullopt, const ScaledDotOptions& options = {},

@@ -32,8 +32,12 @@ dsl::Kernel update_scale_kernel() {
                            return maximum(bits, amax_bits(v, mask));
                          });
                          Tile amax = c.flag("MOST_RECENT") ? newest : bitcast(bits, f32);
-                         Tile valid = (amax > 0.0) && (amax <= std::numeric_limits<float>::max());  // false for NaN
-                         store(scale, where(valid, fmax / amax * margin_factor, load(scale)));
+                         const double largest = std::numeric_limits<float>::max();
+                         Tile valid = (amax > 0.0) && (amax <= largest);  // false for NaN
+                         // An amax so small that the scale leaves f32 gives f32's largest, as
+                         // Transformer Engine's update does (inf would quantize 0 to NaN).
+                         Tile updated = minimum(fmax / amax * margin_factor, largest);
+                         store(scale, where(valid, updated, load(scale)));
                        });
 }
 

@@ -48,7 +48,8 @@ void check_pairs(const OpArguments& args, const char* role, const Tensor& lhs, c
                 rhs.describe());
 }
 
-// Along a contracting dim the operand's size is a multiple >= 2 of the scale's; elsewhere equal.
+// Along a contracting dim the operand's size is a multiple >= 2 of the scale's (both 0 for an
+// empty dim); elsewhere equal.
 void check_scale(const OpArguments& args, const char* side, const Tensor& operand, const Tensor& scale,
                  const OperandGroups& groups) {
   std::vector<bool> contracting(static_cast<size_t>(operand.rank()), false);
@@ -60,6 +61,13 @@ void check_scale(const OpArguments& args, const char* side, const Tensor& operan
         args.fail("{}_scale dim {} has size {}, but must equal {} dim {} (size {}): scales match their operand outside "
                   "the contracting dims ({}_scale {}, {} {})",
                   side, d, scale_size, side, d, size, side, scale.describe(), side, operand.describe());
+      continue;
+    }
+    if (size == 0) {  // an empty sum: nothing to scale
+      if (scale_size != 0)
+        args.fail("{}_scale dim {} has size {}, but {}'s contracting dim {} is empty, so the scale's must be too "
+                  "({}_scale {}, {} {})",
+                  side, d, scale_size, side, d, side, scale.describe(), side, operand.describe());
       continue;
     }
     if (scale_size <= 0 || size % scale_size != 0)

@@ -54,6 +54,10 @@ Tensor scaled_dot(const Tensor& lhs, const Tensor& rhs, const std::optional<Tens
   Stream& s = args.stream_for("lhs", lhs, stream);
   Tensor out = Tensor::empty(lhs.device(), options.preferred_element_type, dims.out_shape);
   if (out.numel() == 0) return out;
+  // An empty contracting dim: the sums are empty (zeros) and the (empty) scales scale nothing.
+  bool empty_sum = false;
+  for (int d : dims.lhs.contracting) empty_sum = empty_sum || lhs.dim(d) == 0;
+  if (empty_sum) ls = rs = nullptr;
   ScaledOperandView l = operand_view(lhs, ls, {dims.lhs.batch, dims.lhs.free, dims.lhs.contracting}, 2, s);
   ScaledOperandView r = operand_view(rhs, rs, {dims.rhs.batch, dims.rhs.contracting, dims.rhs.free}, 1, s);
   run_scaled_dot_kernel(l, r, out, s);

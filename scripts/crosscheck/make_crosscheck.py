@@ -770,6 +770,7 @@ def delayed_scaling_case(name, steps, *, fp8_format="HYBRID", tensor="forward", 
         history = history.at[0].set(jnp.max(jnp.abs(x32)))
         amax = jnp.max(history) if algo == "max" else history[0]
         new_scale = (fmax / amax) / F32(2.0 ** margin)
+        new_scale = jnp.minimum(new_scale, np.finfo(F32).max)  # a tiny amax: f32's largest, as TE's update
         new_scale = jnp.where(amax > 0, new_scale, scale)
         scale = jnp.where(jnp.isfinite(amax), new_scale, scale).astype(F32)
         history = jnp.roll(history, -1).at[0].set(0.0)

@@ -142,6 +142,44 @@ TEST(Fp8, NanInXIsDeterministic) {
       EXPECT_EQ(download(state.scale()).get(0), 1) << "a NaN amax keeps the scale";
     }
   }
+  // A NaN amax stays for the step: a later quantization of finite values does not replace it.
+  Fp8ScalingState state(emu(), recipe_of(Fp8Format::E4M3, AmaxComputeAlgo::most_recent, 0, 2));
+  HostScaling host(state.recipe(), state.dtype());
+  for (LD first : {std::numeric_limits<LD>::quiet_NaN(), LD{3}}) {
+    std::vector<LD> x = {first, 1, -2};
+    fp8_quantize(upload(host_of(DType::f32, x)), state, quantize_only());
+    host.quantize(x);
+  }
+  EXPECT_EQ(download(state.amax_history()).raw(0), 0x7fc00000u);
+  EXPECT_TRUE(std::isnan(host.history[0]));
+  fp8_update_scale(state);
+  host.update();
+  expect_state("after the update", state, host);
+}
+
+// An amax so small (or a margin so negative) that fmax / amax / 2^margin leaves f32 gives
+// f32's largest scale, as Transformer Engine's update does; quantizing with it keeps 0 at 0.
+TEST(Fp8, ATinyAmaxGivesTheLargestFiniteScale) {
+  const LD largest = std::numeric_limits<float>::max();
+  for (auto [amax, margin] : {std::pair{1e-37f, 0}, std::pair{1e-36f, 0}, std::pair{1.0f, -126}}) {
+    SCOPED_TRACE("amax " + std::to_string(amax) + ", margin " + std::to_string(margin));
+    Fp8ScalingState state(emu(), recipe_of(Fp8Format::E4M3, AmaxComputeAlgo::most_recent, margin, 1));
+    HostScaling host(state.recipe(), state.dtype());
+    const std::vector<float> entry = {amax};
+    Tensor history = state.amax_history();
+    history.copy_from_host(std::span<const float>(entry));
+    host.history[0] = amax;
+    fp8_update_scale(state);
+    host.update();
+    EXPECT_EQ(host.scale, largest);
+    expect_state("after the update", state, host);
+    const std::vector<LD> x = {0, LD{amax}, -LD{amax}, 1};
+    Fp8Tensor q = fp8_quantize(upload(host_of(DType::f32, x)), state, quantize_only());
+    std::vector<uint64_t> want = host.quantize(x);
+    EXPECT_EQ(want[0], 0u) << "0 quantizes to 0";
+    expect_fp8_bits("data", download(q.data), want);
+    expect_same("scale_inv", download(q.scale_inv).values(), {host.scale_inv});
+  }
 }
 
 // history[0] is the max over several quantizations with update_scale = false; one update ends

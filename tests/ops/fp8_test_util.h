@@ -61,8 +61,8 @@ struct HostScaling {
     for (LD v : x) q.push_back(quantize_reference(v, scale, fp8));
     scale_inv = round_f32(1 / scale);
     LD amax = amax_reference(x);
-    if (std::isnan(amax) || std::isnan(history[0]))
-      history[0] = amax;
+    if (std::isnan(amax) || std::isnan(history[0]))  // a NaN stays, as the device's max of bits keeps it
+      history[0] = std::numeric_limits<LD>::quiet_NaN();
     else
       history[0] = std::max(history[0], amax);
     return q;
@@ -71,8 +71,9 @@ struct HostScaling {
   void update() {
     LD amax = history[0];
     if (recipe.amax_compute_algo == AmaxComputeAlgo::max) amax = amax_reference(history);
-    if (amax > 0 && std::isfinite(amax))
-      scale = round_f32(round_f32(fmax_of(fp8) / amax) / std::ldexp(1.0L, recipe.margin));
+    if (amax > 0 && std::isfinite(amax))  // past f32's range: its largest value
+      scale = std::min<LD>(round_f32(round_f32(fmax_of(fp8) / amax) / std::ldexp(1.0L, recipe.margin)),
+                           std::numeric_limits<float>::max());
     std::vector<LD> rolled(history.size());
     for (size_t i = 0; i < history.size(); ++i) rolled[i] = history[(i + 1) % history.size()];
     rolled[0] = 0;

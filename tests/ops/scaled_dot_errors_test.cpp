@@ -105,6 +105,10 @@ TEST(ScaledDotErrors, ScaleSizesAlongContractingDims) {
                         "size 64"));
   EXPECT_THAT(error_with(a, b, make(e8m0, {4, 2}), make(bf16, {64, 8})),
               HasSubstr("rhs_scale dim 0 has size 64 for rhs's contracting dim 0 of size 64: 1 element(s) per block"));
+  // An empty contracting dim takes an empty scale dim.
+  EXPECT_THAT(error_with(make(e4m3, {4, 0}), make(e4m3, {0, 8}), make(e8m0, {4, 1}), std::nullopt),
+              HasSubstr("scaled_dot: lhs_scale dim 1 has size 1, but lhs's contracting dim 1 is empty, so the scale's "
+                        "must be too (lhs_scale e8m0[4, 1] on emu, lhs f8e4m3[4, 0] on emu)"));
 }
 
 TEST(ScaledDotErrors, ScaleSizesElsewhere) {

@@ -227,6 +227,11 @@ TEST(ScaledDot, EmptyResultsAndEmptySums) {
   make_operand(c.lhs, c.lhs_scale, bf16, std::nullopt, {4, 0}, {1, 1}, rng);
   make_operand(c.rhs, c.rhs_scale, e4m3, std::nullopt, {0, 3}, {1, 1}, rng);
   expect_scaled_dot("K = 0 without scales: zeros", c);
+  // With scales: an empty contracting dim takes an empty scale dim, and the sums are zeros.
+  Tensor zeros = scaled_dot(random_operand(e4m3, {3, 0}, rng).upload(), random_operand(e4m3, {0, 2}, rng).upload(),
+                            random_scale(e8m0, {3, 0}, rng).upload(), random_scale(e8m0, {0, 2}, rng).upload());
+  ASSERT_EQ(zeros.shape(), (Shape{3, 2}));
+  EXPECT_EQ(download(zeros).values(), std::vector<LD>(6, 0));
 }
 
 // Scales far from 1 that cancel: a huge lhs scale against a tiny rhs one (fp8 data, where the

@@ -266,6 +266,28 @@ TEST(ScaledDot, ScalesThatCancelStayInRange) {
   expect_scaled_dot("e4m3 x unscaled bf16", mixed);
 }
 
+// e8m0's end bytes through both ways of applying scales (blocks of 32 and 16, sm_90a and
+// sm_80): 0x00, 2^-127 (an f32 subnormal), for all of row 1 against 2^110 on column 2's first
+// block (the other rows' first blocks 2^-90), so that product is in range and makes row 1,
+// column 2; 0xff, NaN, on row 3's second block, which makes row 3 NaN.
+TEST(ScaledDot, E8m0EndBytes) {
+  TJ_SEEDED_RNG(rng);
+  const int64_t m = 8, k = 64, n = 8;
+  for (const char* arch : {"emu:sm_90a", "emu:sm_80"})
+    for (int64_t block : {32, 16}) {
+      ScaledDotCall c;
+      c.options.preferred_element_type = f32;
+      make_operand(c.lhs, c.lhs_scale, e4m3, e8m0, {m, k}, {1, block}, rng);
+      make_operand(c.rhs, c.rhs_scale, e4m3, e8m0, {k, n}, {block, 1}, rng);
+      const int64_t blocks = k / block;
+      for (int64_t row = 0; row < m; ++row) c.lhs_scale->values.set_raw(size_t(row * blocks), 127 - 90);
+      for (int64_t b = 0; b < blocks; ++b) c.lhs_scale->values.set_raw(size_t(1 * blocks + b), 0x00);
+      c.rhs_scale->values.set_raw(2, 127 + 110);
+      c.lhs_scale->values.set_raw(size_t(3 * blocks + 1), 0xff);
+      expect_scaled_dot(std::string(arch) + ", block " + std::to_string(block), c, Device::by_name(arch));
+    }
+}
+
 TEST(ScaledDot, OtherArchitectures) {
   TJ_SEEDED_RNG(rng);
   for (const char* arch : {"emu:sm_80", "emu:sm_89"}) {

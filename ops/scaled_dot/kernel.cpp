@@ -126,23 +126,30 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                                                              return f32_dot(a_at(k), b_at(k), sum, spec.precision);
                                                            })
                                                : dot(a_at(kg), b_at(kg), zero, spec.precision);  // (BLOCK_M, BLOCK_N)
-            // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
-            // tiny rhs one would pass f32's range on the way to a result inside it. (Scales
-            // whose product itself leaves f32's range, 2^127 x 2^10, still overflow.)
-            std::optional<Tile> factor;
+            std::optional<Tile> ls, rs;
             if (spec.lhs_scale)
-              factor = expand_dims(cast(load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"],
-                                             rows < M),
-                                        f32),
-                                   1);  // (BLOCK_M, 1)
-            if (spec.rhs_scale) {
-              Tile s = expand_dims(cast(load(rs_base + kg / arg["rhs_block"] * arg["rs_sk"] + cols * arg["rs_sn"],
-                                             cols < N),
-                                        f32),
-                                   0);  // (1, BLOCK_N)
-              factor = factor ? *factor * s : s;
-            }
-            return acc + (factor ? partial * *factor : partial);
+              ls = expand_dims(cast(load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"],
+                                         rows < M),
+                                    f32),
+                               1);  // (BLOCK_M, 1)
+            if (spec.rhs_scale)
+              rs = expand_dims(cast(load(rs_base + kg / arg["rhs_block"] * arg["rs_sk"] + cols * arg["rs_sn"],
+                                         cols < N),
+                                    f32),
+                               0);  // (1, BLOCK_N)
+            if (!ls || !rs) return acc + (ls ? partial * *ls : rs ? partial * *rs : partial);
+            // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
+            // tiny rhs one would pass f32's range on the way to a result inside it. Where the
+            // factor itself leaves f32's normal range (2^100 x 2^30), the sum takes the scales
+            // one at a time instead, the one that moves it towards that range first.
+            Tile factor = *ls * *rs;                               // (BLOCK_M, BLOCK_N)
+            Tile magnitude = abs(factor);
+            Tile normal =
+                magnitude >= std::numeric_limits<float>::min() && magnitude <= std::numeric_limits<float>::max();
+            Tile l_smaller = abs(*ls) <= abs(*rs);
+            Tile first = where(magnitude > 1.0, where(l_smaller, *ls, *rs), where(l_smaller, *rs, *ls));
+            Tile second = where(magnitude > 1.0, where(l_smaller, *rs, *ls), where(l_smaller, *ls, *rs));
+            return acc + where(normal, partial * factor, partial * first * second);
           });
         } else {
           acc = for_range(0, K, bk, zero, [&](Tile k, Tile acc) {

@@ -235,8 +235,9 @@ TEST(ScaledDot, EmptyResultsAndEmptySums) {
 }
 
 // Scales far from 1 that cancel: a huge lhs scale against a tiny rhs one (fp8 data, where the
-// scales multiply the sums), and bf16 values that only the scales bring back into f32's range.
-// The result is inside f32's range, as the definition computes it.
+// scales multiply the sums), bf16 values that only the scales bring back into f32's range, and
+// scales whose product passes f32's range on tiny fp8 values. The result is inside f32's
+// range, as the definition computes it.
 TEST(ScaledDot, ScalesThatCancelStayInRange) {
   auto filled = [](DType d, const Shape& shape, LD value) {
     HostTensor t{Host(d, static_cast<size_t>(numel(shape))), shape};
@@ -247,7 +248,9 @@ TEST(ScaledDot, ScalesThatCancelStayInRange) {
   for (auto [data, lhs_value, lhs_scale, rhs_value, rhs_scale] :
        {std::tuple{e4m3, 1.0L, std::ldexp(1.0L, 127), 1.0L, std::ldexp(1.0L, -100)},
         std::tuple{bf16, std::ldexp(1.0L, -80), std::ldexp(1.0L, 80), std::ldexp(1.0L, -80), std::ldexp(1.0L, 80)},
-        std::tuple{bf16, std::ldexp(1.0L, 70), std::ldexp(1.0L, -70), std::ldexp(1.0L, 70), std::ldexp(1.0L, -70)}}) {
+        std::tuple{bf16, std::ldexp(1.0L, 70), std::ldexp(1.0L, -70), std::ldexp(1.0L, 70), std::ldexp(1.0L, -70)},
+        // Scales whose product leaves f32 (2^130) on elements small enough for a result inside it.
+        std::tuple{e4m3, std::ldexp(1.0L, -9), std::ldexp(1.0L, 100), std::ldexp(1.0L, -9), std::ldexp(1.0L, 30)}}) {
     ScaledDotCall c;
     c.lhs = filled(data, {m, k}, lhs_value);
     c.rhs = filled(data, {k, n}, rhs_value);

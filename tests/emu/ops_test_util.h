@@ -397,9 +397,9 @@ inline bool expect_scaled(const std::string& what, const std::vector<LD>& got, c
   size_t bad = 0;
   std::ostringstream msg;
   for (size_t i = 0; i < want.size(); ++i) {
-    bool ok = std::isnan(want[i])
-                  ? std::isnan(got[i])
-                  : !std::isnan(got[i]) && std::fabs(got[i] - want[i]) <= static_cast<LD>(rel) * scale[i];
+    bool ok = std::isnan(want[i])   ? std::isnan(got[i])
+              : std::isinf(want[i]) ? got[i] == want[i]
+                                    : std::isfinite(got[i]) && std::fabs(got[i] - want[i]) <= static_cast<LD>(rel) * scale[i];
     if (ok) continue;
     if (++bad <= 8) {
       msg << "\n  [" << i << "] got " << fmt_ld(got[i]) << ", want " << fmt_ld(want[i]) << " (allowed error "

@@ -291,6 +291,43 @@ TEST(ScaledDot, E8m0EndBytes) {
     }
 }
 
+// Infinities and NaNs in the operands, through both ways of applying scales (blocks of 32 and
+// 16, sm_90a and sm_80) and with the two specials in one K block and in different blocks: they
+// propagate as the definition's products and sums do (inf x 0 and inf - inf are NaN).
+TEST(ScaledDot, InfinitiesAndNaNsInTheOperands) {
+  TJ_SEEDED_RNG(rng);
+  const LD inf = std::numeric_limits<LD>::infinity(), nan = std::numeric_limits<LD>::quiet_NaN();
+  const int64_t m = 8, k = 64, n = 8;
+  const std::pair<DType, DType> pairings[] = {{e5m2, e5m2}, {e4m3, e5m2}, {bf16, e4m3}};
+  for (const char* arch : {"emu:sm_90a", "emu:sm_80"})
+    for (int64_t block : {32, 16})
+      for (auto [lhs, rhs] : pairings) {
+        ScaledDotCall c;
+        c.options.preferred_element_type = f32;
+        make_operand(c.lhs, c.lhs_scale, lhs, e8m0, {m, k}, {1, block}, rng);
+        make_operand(c.rhs, c.rhs_scale, rhs, e8m0, {k, n}, {block, 1}, rng);
+        Host& a = c.lhs.values;
+        Host& b = c.rhs.values;
+        auto at_a = [&](int64_t row, int64_t kk) { return size_t(row * k + kk); };
+        auto at_b = [&](int64_t kk, int64_t col) { return size_t(kk * n + col); };
+        if (lhs != e4m3) {  // e4m3 has no infinity
+          // Row 0: inf meets 1, -1 and 0 in columns 0, 1 and 2 (inf, -inf, NaN).
+          a.set(at_a(0, 5), inf);
+          b.set(at_b(5, 0), 1), b.set(at_b(5, 1), -1), b.set(at_b(5, 2), 0);
+          // Column 3 sums inf and -inf in one K block (row 1: k 7 and 8) and in two (row 2: k 7 and 40).
+          a.set(at_a(1, 7), inf), a.set(at_a(1, 8), -inf);
+          a.set(at_a(2, 7), inf), a.set(at_a(2, 40), -inf);
+          b.set(at_b(7, 3), 1), b.set(at_b(8, 3), 1), b.set(at_b(40, 3), 1);
+        }
+        if (rhs != e4m3) b.set(at_b(30, 5), -inf);  // column 5 takes -inf times row's k 30
+        a.set(at_a(4, 50), nan);                      // row 4 is NaN
+        b.set(at_b(60, 6), nan);                      // column 6 is NaN
+        expect_scaled_dot(std::string(arch) + ", block " + std::to_string(block) + ", " + name_of(lhs) + " x " +
+                              name_of(rhs),
+                          c, Device::by_name(arch));
+      }
+}
+
 TEST(ScaledDot, OtherArchitectures) {
   TJ_SEEDED_RNG(rng);
   for (const char* arch : {"emu:sm_80", "emu:sm_89"}) {

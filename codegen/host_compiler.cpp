@@ -17,6 +17,7 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include "codegen/host_gpu_numerics.h"
 #include "codegen/llvm_pipeline.h"
 #include "codegen/lowering/lowering.h"
 
@@ -283,26 +284,6 @@ void instrument_accesses(llvm::Module& m) {
   }
 }
 
-// An integer wider than bf16's 8 significant bits converts to bf16 in one rounding on the GPU
-// (cvt.rn.bf16.s32); the x86 backend goes through f32 and rounds twice. Such conversions call
-// the runtime's exact one instead.
-void convert_integers_to_bf16_exactly(llvm::Module& m) {
-  std::vector<llvm::SIToFPInst*> conversions;
-  for (llvm::Function& f : m)
-    for (llvm::Instruction& inst : llvm::instructions(f))
-      if (auto* c = llvm::dyn_cast<llvm::SIToFPInst>(&inst))
-        if (c->getType()->isBFloatTy() && c->getSrcTy()->getIntegerBitWidth() > 8) conversions.push_back(c);
-  if (conversions.empty()) return;
-  llvm::LLVMContext& ctx = m.getContext();
-  llvm::FunctionCallee exact = m.getOrInsertFunction(
-      kHostIntToBf16, llvm::FunctionType::get(llvm::Type::getBFloatTy(ctx), {llvm::Type::getInt64Ty(ctx)}, false));
-  for (llvm::SIToFPInst* c : conversions) {
-    llvm::IRBuilder<> b(c);
-    c->replaceAllUsesWith(b.CreateCall(exact, {b.CreateSExt(c->getOperand(0), b.getInt64Ty())}));
-    c->eraseFromParent();
-  }
-}
-
 class JitHostKernel : public HostKernel {
  public:
   JitHostKernel(std::unique_ptr<llvm::orc::LLJIT> jit, std::string name, int threads, int64_t shared, std::string ir)
@@ -341,12 +322,13 @@ std::unique_ptr<HostKernel> finalise_and_jit(std::unique_ptr<llvm::LLVMContext> 
 
   std::set<std::string> provided;
   for (auto& [name, address] : symbols) provided.insert(name);
-  for (const char* required : {kHostSharedBase, kHostCheckGlobal, kHostCheckShared, kHostIntToBf16, kHostInlinePtx})
+  for (const char* required : {kHostSharedBase, kHostCheckGlobal, kHostCheckShared, kHostIntToBf16, kHostFmaBf16,
+                               kHostInlinePtx})
     if (!provided.count(required)) fail("tilejit internal error: emulator runtime lacks {} (has {})", required, symbol_list(provided));
   int64_t shared_bytes = place_shared_variables(*m, dynamic_shared_bytes);
   bind_gpu_operations(*m, kernel_name, provided);
   bind_inline_ptx(*m);
-  convert_integers_to_bf16_exactly(*m);
+  match_gpu_numerics(*m);
   add_entry(*m, kernel);
   verify_module(*m, "emulator module of kernel " + kernel_name);
   optimize_module(*m, *tm, 2, /*vectorize=*/false);

@@ -34,6 +34,7 @@ inline constexpr const char* kHostCheckGlobal = "tilejit_emu_check_global"; // (
 inline constexpr const char* kHostCheckShared = "tilejit_emu_check_shared"; // (ptr, i64, i32)
 inline constexpr const char* kHostCheckClusterShared = "tilejit_emu_check_cluster_shared";  // (ptr, i64, i32)
 inline constexpr const char* kHostIntToBf16 = "tilejit_emu_i64_to_bf16";    // (i64) -> bfloat, one rounding
+inline constexpr const char* kHostFmaBf16 = "tilejit_emu_fma_bf16";  // (bfloat x3) -> bfloat, one rounding
 // (ptr text, ptr constraints, ptr inputs, i32 n, ptr outputs, i32 n): runs one inline PTX
 // block, operands as 64-bit words (floats as their bits), $0.. the outputs, then the inputs.
 inline constexpr const char* kHostInlinePtx = "tilejit_emu_inline_ptx";

@@ -30,7 +30,9 @@ Tile reshape(const Tile& x, const Shape& shape, Loc loc = Loc::current());
 Tile trans(const Tile& x, std::vector<int64_t> perm = {1, 0}, Loc loc = Loc::current());
 
 // --- arithmetic, comparisons, logic (numpy broadcasting) --------------------------------
-// Integer division truncates toward zero and % takes the dividend's sign, as in C.
+// Integer division truncates toward zero and % takes the dividend's sign, as in C; float % is
+// C's fmod (exact). Shift amounts are read as unsigned: past the width, a << n is 0 and a >> n
+// is a's sign (0 or -1), as on the GPU.
 // A pointer plus an integer tile is a tile of pointers (element offsets, not bytes).
 Tile operator+(const Operand& a, const Operand& b);
 Tile operator-(const Operand& a, const Operand& b);

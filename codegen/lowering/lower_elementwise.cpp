@@ -25,6 +25,31 @@ llvm::Value* emit_integer_division(Lowering& L, llvm::Value* a, llvm::Value* b, 
   return B.CreateSelect(by_minus_one, B.CreateSub(zero, a), B.CreateSDiv(a, divisor));
 }
 
+// Shift amounts read as unsigned and clamped to the width, as PTX's shl and shr do: past the
+// width a << n is 0 and a >> n is the sign (0 or -1). LLVM's shl and ashr are poison there, and
+// the emulator's CPU would take the amount modulo the width.
+llvm::Value* emit_shift(Lowering& L, bool left, llvm::Value* a, llvm::Value* n) {
+  auto& B = L.b;
+  llvm::Type* type = a->getType();
+  const unsigned bits = type->getIntegerBitWidth();
+  if (left) {
+    llvm::Value* past_width = B.CreateICmpUGE(n, llvm::ConstantInt::get(type, bits));
+    return B.CreateSelect(past_width, llvm::Constant::getNullValue(type), B.CreateShl(a, n));
+  }
+  return B.CreateAShr(a, L.call_intrinsic(llvm::Intrinsic::umin, {type}, {n, llvm::ConstantInt::get(type, bits - 1)}));
+}
+
+// Float % is C's fmod, exact, through libdevice (f16 / bf16 widened: their remainder is exact in
+// f32 too). LLVM's frem is not: NVPTX computes a - trunc(a / b) * b, which is off (even in
+// sign) once a / b rounds, while the emulator's CPU calls fmodf.
+llvm::Value* emit_float_remainder(Lowering& L, llvm::Value* a, llvm::Value* b) {
+  auto& B = L.b;
+  llvm::Type* type = a->getType();
+  if (type->isFloatTy()) return L.call_libdevice("__nv_fmodf", {a, b});
+  llvm::Value* r = L.call_libdevice("__nv_fmodf", {B.CreateFPExt(a, B.getFloatTy()), B.CreateFPExt(b, B.getFloatTy())});
+  return B.CreateFPTrunc(r, type);
+}
+
 }  // namespace
 
 llvm::Value* emit_binary(Lowering& L, K kind, DType dtype, llvm::Value* a, llvm::Value* b) {
@@ -35,7 +60,7 @@ llvm::Value* emit_binary(Lowering& L, K kind, DType dtype, llvm::Value* a, llvm:
     case K::sub: return f ? B.CreateFSub(a, b) : B.CreateSub(a, b);
     case K::mul: return f ? B.CreateFMul(a, b) : B.CreateMul(a, b);
     case K::div: return f ? B.CreateFDiv(a, b) : emit_integer_division(L, a, b, false);
-    case K::rem: return f ? B.CreateFRem(a, b) : emit_integer_division(L, a, b, true);
+    case K::rem: return f ? emit_float_remainder(L, a, b) : emit_integer_division(L, a, b, true);
     case K::minimum:
       return L.call_intrinsic(f ? llvm::Intrinsic::minnum : llvm::Intrinsic::smin, {a->getType()}, {a, b});
     case K::maximum:
@@ -43,8 +68,8 @@ llvm::Value* emit_binary(Lowering& L, K kind, DType dtype, llvm::Value* a, llvm:
     case K::bit_and: return B.CreateAnd(a, b);
     case K::bit_or: return B.CreateOr(a, b);
     case K::bit_xor: return B.CreateXor(a, b);
-    case K::shl: return B.CreateShl(a, b);
-    case K::shr: return B.CreateAShr(a, b);
+    case K::shl: return emit_shift(L, true, a, b);
+    case K::shr: return emit_shift(L, false, a, b);
     default: TJ_CHECK(false);
   }
 }

@@ -6,30 +6,17 @@
 #include <cstdint>
 
 #include "codegen/host_compiler.h"
+#include "runtime/emu/half_registers.h"
 #include "runtime/emu/runtime_symbols.h"
 
 namespace tilejit::emu {
 namespace {
 
-float in_bf16_register(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits}); }
-
-// Rounds the f32 bit pattern to its upper 16 bits, to nearest even. NaNs keep their payload's
-// upper bits (quieted only when those are all zero, so they stay NaNs), as a bf16 that was
-// widened and narrowed again must come back unchanged.
-uint16_t f32_bits_to_bf16(uint32_t bits) {
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    uint16_t upper = static_cast<uint16_t>(bits >> 16);
-    return (upper & 0x7f) ? upper : static_cast<uint16_t>(upper | 0x40);
-  }
-  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float truncsfbf2(float x) { return in_bf16_register(f32_bits_to_bf16(std::bit_cast<uint32_t>(x))); }
+float truncsfbf2(float x) { return in_half_register(f32_bits_to_bf16(std::bit_cast<uint32_t>(x))); }
 
 // |v| as sign, 8 significant bits and exponent, rounded once to nearest even.
 float i64_to_bf16(int64_t v) {
-  if (v == 0) return in_bf16_register(0);
+  if (v == 0) return in_half_register(0);
   uint16_t sign = v < 0 ? 0x8000 : 0;
   uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);  // |INT64_MIN| = 2^63 fits
   int exponent = 63 - __builtin_clzll(m);
@@ -39,7 +26,7 @@ float i64_to_bf16(int64_t v) {
     if (rest > half || (rest == half && (significand & 1))) ++significand;
     if (significand == 0x100) significand >>= 1, ++exponent;  // the rounding carried into a new bit
   }
-  return in_bf16_register(static_cast<uint16_t>(sign | ((exponent + 127) << 7) | (significand & 0x7f)));
+  return in_half_register(static_cast<uint16_t>(sign | ((exponent + 127) << 7) | (significand & 0x7f)));
 }
 
 }  // namespace

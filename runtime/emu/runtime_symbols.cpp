@@ -9,6 +9,7 @@ codegen::HostSymbols runtime_symbols() {
   add_math_symbols(out);
   add_printf_symbols(out);
   add_bf16_symbols(out);
+  add_bf16_fma_symbols(out);
   add_mma_symbols(out);
   add_ldmatrix_symbols(out);
   add_async_copy_symbols(out);

@@ -611,7 +611,9 @@ TEST_P(Arithmetic, BinaryAndUnaryOps) {
   }
   if (is_float(d)) {  // special operands (no NaN: minimum / maximum of NaN are not specified)
     const LD inf = std::numeric_limits<LD>::infinity();
-    const std::pair<LD, LD> specials[] = {{0.0L, 5}, {-0.0L, 3}, {7, 0}, {inf, 2}, {-inf, -inf}, {5, inf}, {-7.5, 2}};
+    const std::pair<LD, LD> specials[] = {{0.0L, 5},     {-0.0L, 3},     {7, 0},         {inf, 2},
+                                          {-inf, -inf},  {5, inf},       {-7.5, 2},      {0.0L, -0.0L},
+                                          {-0.0L, 0.0L}, {-0.0L, -0.0L}, {0.0L, 0.0L}};
     for (size_t i = 0; i < std::size(specials); ++i) {
       a.set(i, specials[i].first);
       b.set(i, specials[i].second);
@@ -638,6 +640,13 @@ TEST_P(Arithmetic, BinaryAndUnaryOps) {
     }
     expect_values(std::string(kArithNames[op]) + " [" + name_of(d) + "]", g, want, arith_tol(d),
                   [&](size_t i) { return "a=" + fmt_ld(a.get(i)) + " b=" + fmt_ld(b.get(i)); });
+  }
+  // Two zeros: minimum is -0 if either is, maximum +0 if either is, as PTX's min and max.
+  for (size_t i = 0; is_float(d) && i < size_t(n); ++i) {
+    if (a.get(i) != 0 || b.get(i) != 0) continue;
+    const bool a_negative = std::signbit(a.get(i)), b_negative = std::signbit(b.get(i));
+    EXPECT_EQ(std::signbit(got.get(7 * size_t(n) + i)), a_negative || b_negative) << "minimum, a=" << fmt_ld(a.get(i)) << " b=" << fmt_ld(b.get(i));
+    EXPECT_EQ(std::signbit(got.get(8 * size_t(n) + i)), a_negative && b_negative) << "maximum, a=" << fmt_ld(a.get(i)) << " b=" << fmt_ld(b.get(i));
   }
 }
 
@@ -677,7 +686,9 @@ TEST_P(BitwiseAndLogical, Ops) {
   const int n = 777;
   int bits = d == DType::i1 ? 1 : dtype_bits(d);
   Host a = random_full_range(d, n, rng), b = random_full_range(d, n, rng), s(d, n);
-  for (int i = 0; i < n; ++i) s.set(size_t(i), d == DType::i1 ? rng.coin() : rng.integer(0, bits - 1));
+  // Shift amounts mostly inside the width, some past it and some negative (read as unsigned).
+  for (int i = 0; i < n; ++i)
+    s.set(size_t(i), d == DType::i1 ? rng.coin() : i % 4 ? rng.integer(0, bits - 1) : rng.integer(-3, bits + 3));
   Tensor out = poisoned(d, {kBitOps * n});
   dispatch(d, [&]<DType D>(DT<D>) {
     if constexpr (int_dtype(D))
@@ -690,6 +701,8 @@ TEST_P(BitwiseAndLogical, Ops) {
     std::vector<LD> g, want;
     for (int i = 0; i < n; ++i) {
       int64_t x = i64(a.get(size_t(i))), y = i64(b.get(size_t(i))), sh = i64(s.get(size_t(i)));
+      // The amount as the dtype's unsigned integer, clamped to the width.
+      const bool past_width = d != DType::i1 && (sh < 0 || sh >= bits);
       LD w;
       if (d == DType::i1) {
         bool p = x, q = y, t = sh;
@@ -697,7 +710,14 @@ TEST_P(BitwiseAndLogical, Ops) {
         w = r[op];
       } else {
         const __int128 r[kBitOps] = {
-            x & y, x | y, x ^ y, ~x, static_cast<__int128>(static_cast<uint64_t>(x) << sh), x >> sh, x & 0x5a, x ^ -16};
+            x & y,
+            x | y,
+            x ^ y,
+            ~x,
+            past_width ? 0 : static_cast<__int128>(static_cast<uint64_t>(x) << sh),
+            past_width ? (x < 0 ? -1 : 0) : x >> sh,
+            x & 0x5a,
+            x ^ -16};
         w = wrap_int(r[op], d);
       }
       g.push_back(got.get(size_t(op * n + i)));
@@ -913,6 +933,9 @@ TEST_P(Fma, FusedMultiplyAdd) {
   int half = format_of(d).mant_bits / 2 + 1;
   LD e = std::ldexp(1.0L, -half);
   a.set(0, 1 + e), b.set(0, 1 + e), c.set(0, -(1 + 2 * e));
+  // Rounded once: 1.0625^2 is a tie between bf16's 1.125 and 1.1328125, and 2^-40 breaks it
+  // upwards (fused in f32, the tie comes back and goes to even).
+  a.set(1, 1.0625), b.set(1, 1.0625), c.set(1, std::ldexp(1.0L, -40));
   Tensor out = poisoned(d, {3 * n});
   dispatch(d, [&]<DType D>(DT<D>) {
     if constexpr (D == DType::f16 || D == DType::bf16 || D == DType::f32)
@@ -931,6 +954,7 @@ TEST_P(Fma, FusedMultiplyAdd) {
     return "a=" + fmt_ld(a.get(j)) + " b=" + fmt_ld(b.get(j)) + " c=" + fmt_ld(c.get(j));
   });
   EXPECT_EQ(got.get(0), e * e) << "fma must not round the product: (1+e)*(1+e) - (1+2e), e = 2^-" << half;
+  EXPECT_EQ(got.get(1), want[1]) << "fma must round once: 1.0625 * 1.0625 + " << fmt_ld(c.get(1));
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, Fma, ::testing::Values(DType::f16, DType::bf16, DType::f32),

@@ -184,11 +184,16 @@ BestConfig TuningDatabase::offer_best(const TuningKey& key, const BestConfig& ca
   BestConfig stored = candidate;
   if (stored.tuned_unix == 0) stored.tuned_unix = now_unix();
   stored.arch = key.device.arch;
-  cache_.update(best_entry_key(key), best_label(key), [&](std::optional<std::string_view> current) -> std::optional<std::string> {
-    std::vector<BestConfig> results = current ? decode_results(*current) : std::vector<BestConfig>{};
-    if (!merge_result(key, results, stored)) return std::nullopt;
-    return encode_results(results);
-  });
+  bool changed = false;
+  bool written = cache_.update(best_entry_key(key), best_label(key),
+                               [&](std::optional<std::string_view> current) -> std::optional<std::string> {
+                                 std::vector<BestConfig> results =
+                                     current ? decode_results(*current) : std::vector<BestConfig>{};
+                                 if (!merge_result(key, results, stored)) return std::nullopt;
+                                 changed = true;
+                                 return encode_results(results);
+                               });
+  if (changed) count_unless_stored(written);
   return stored;
 }
 
@@ -207,7 +212,12 @@ void TuningDatabase::record_trial(const TuningKey& key, const ProblemShape& shap
                             {"detail", record.detail},
                             {"kernel_entries", record.kernel_entries}}
                           .dump();
-  cache_.put(trial_entry_key(key, shape, config), label, std::move(value));
+  count_unless_stored(cache_.put(trial_entry_key(key, shape, config), label, std::move(value)));
+}
+
+// A disabled cache stores nothing by request; only a failed write counts.
+void TuningDatabase::count_unless_stored(bool stored) {
+  if (!stored && cache_.enabled()) ++unstored_writes_;
 }
 
 void TuningDatabase::for_each_best(

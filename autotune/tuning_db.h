@@ -21,6 +21,7 @@
 // count) and the tilejit version.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -107,12 +108,18 @@ class TuningDatabase {
   void record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config, const TrialRecord& record);
 
   KernelCache& cache() const { return cache_; }
+  // Results and trials this object could not write into the cache's directory (a warning
+  // said why each time): they live only in this process's memory.
+  int64_t unstored_writes() const { return unstored_writes_; }
 
   // Every shape's best config in this cache's own entries (not its packs'), with its entry key.
   void for_each_best(const std::function<void(const std::string& key, const BestConfig& best)>& visit) const;
 
  private:
+  void count_unless_stored(bool stored);
+
   KernelCache& cache_;
+  std::atomic<int64_t> unstored_writes_ = 0;
 };
 
 }  // namespace tilejit::autotune

@@ -1,15 +1,11 @@
 #include "runtime/binary_identity.h"
 
 #include <link.h>
-#include <sys/stat.h>
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <map>
-#include <mutex>
 #include <optional>
-#include <utility>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -23,7 +19,6 @@ struct FoundObject {
   uintptr_t address = 0;
   bool found = false;
   uintptr_t base = 0;
-  std::string name;      // dlpi_name; empty for the main program
   std::string build_id;  // hex, empty without a GNU build-id note
 };
 
@@ -61,7 +56,6 @@ int find_object(dl_phdr_info* info, size_t, void* data) {
   if (!contains) return 0;
   found->found = true;
   found->base = info->dlpi_addr;
-  found->name = info->dlpi_name ? info->dlpi_name : "";
   for (int i = 0; i < info->dlpi_phnum && found->build_id.empty(); ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     // Notes are padded to 4 bytes, or to 8 in a segment aligned to 8.
@@ -72,43 +66,29 @@ int find_object(dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-std::string file_identity(const std::string& name) {
-  std::error_code ec;
-  std::string path = name.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec).string() : name;
-  struct stat st {};
-  if (path.empty() || ec || stat(path.c_str(), &st) != 0) return {};
-  int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return fmt::format("file:{}:{}:{}", path, static_cast<int64_t>(st.st_size), mtime_ns);
-}
-
-// The object containing `address` and its identity; nullopt when there is none.
-std::optional<std::pair<FoundObject, std::string>> locate(const void* address) {
+// The object containing `address`; nullopt when there is none, or when it has no build-id:
+// nothing else names its contents (a path, size and time can name a file replaced since it
+// was loaded), so its kernels are found by their traced IR alone.
+std::optional<FoundObject> locate(const void* address) {
   if (!address) return std::nullopt;
   FoundObject object;
   object.address = reinterpret_cast<uintptr_t>(address);
   dl_iterate_phdr(find_object, &object);
-  if (!object.found) return std::nullopt;
-
-  static std::mutex mutex;
-  static std::map<std::pair<uintptr_t, std::string>, std::string> memo;
-  std::lock_guard lock(mutex);
-  auto [it, inserted] = memo.try_emplace({object.base, object.name});
-  if (inserted)
-    it->second = object.build_id.empty() ? file_identity(object.name) : "build-id:" + object.build_id;
-  return std::pair{std::move(object), it->second};
+  if (!object.found || object.build_id.empty()) return std::nullopt;
+  return object;
 }
 
 }  // namespace
 
 std::string binary_identity(const void* address) {
-  auto located = locate(address);
-  return located ? located->second : std::string();
+  auto object = locate(address);
+  return object ? "build-id:" + object->build_id : std::string();
 }
 
 std::string code_identity(const void* address) {
-  auto located = locate(address);
-  if (!located || located->second.empty()) return {};
-  return fmt::format("{}+{:#x}", located->second, located->first.address - located->first.base);
+  auto object = locate(address);
+  if (!object) return {};
+  return fmt::format("build-id:{}+{:#x}", object->build_id, object->address - object->base);
 }
 
 }  // namespace tilejit

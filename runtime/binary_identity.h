@@ -6,8 +6,8 @@
 
 namespace tilejit {
 
-// "build-id:<hex>" from the object's GNU build-id note, else "file:<path>:<size>:<mtime ns>";
-// empty when `address` is null or in no loaded object. Memoized per object.
+// "build-id:<hex>" from the object's GNU build-id note; empty when `address` is null, in no
+// loaded object, or in one without a build-id (nothing else names its contents reliably).
 std::string binary_identity(const void* address);
 
 // binary_identity(address) and the address's offset in that binary, "build-id:<hex>+0x1f30":

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
 #include <set>
 
 #include "codegen/compiler.h"
@@ -192,7 +193,7 @@ PackRequirements PackRequirements::for_this_machine() { return for_arch(Device::
 CachePack::CachePack(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
 
 std::shared_ptr<const CachePack> CachePack::open_unchecked(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO must not block
   if (!fd) fail("cache pack {}: cannot open: {}", path, file_io::errno_text());
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail("cache pack {}: cannot read: {}", path, file_io::errno_text());
@@ -200,7 +201,14 @@ std::shared_ptr<const CachePack> CachePack::open_unchecked(const std::string& pa
   uint64_t size = static_cast<uint64_t>(st.st_size);
   PackHeader header = read_header(fd.get(), path, size);
 
-  std::string index(header.index_length, '\0');
+  std::string index;
+  try {
+    index.resize(header.index_length);
+  } catch (const std::bad_alloc&) {  // a damaged length in a big (or sparse) file
+    fail("cache pack {} is damaged: its index of {} bytes does not fit in memory", path, header.index_length);
+  } catch (const std::length_error&) {
+    fail("cache pack {} is damaged: its index of {} bytes does not fit in memory", path, header.index_length);
+  }
   if (!file_io::read_exact_at(fd.get(), header.index_offset, index.data(), index.size()))
     fail("cache pack {}: cannot read its index: {}", path, file_io::errno_text());
   if (cache_key({index}) != header.index_checksum)
@@ -340,9 +348,12 @@ int64_t write_cache_pack(const KernelCache& cache, const PackManifest& manifest,
   std::string index = encode_index(manifest, entries);
   PackHeader header{offset + index.size(), offset, index.size(), cache_key({index})};
   bool finished = file_io::write_all(fd.get(), index) && ::lseek(fd.get(), 0, SEEK_SET) == 0 &&
-                  file_io::write_all(fd.get(), encode_header(header)) && fd.close() &&
+                  file_io::write_all(fd.get(), encode_header(header)) && ::fsync(fd.get()) == 0 && fd.close() &&
                   ::rename(temp.c_str(), path.c_str()) == 0;
   if (!finished) fail_writing();
+  // The pack is in place; only its rename may not survive a crash.
+  if (!file_io::sync_directory(std::filesystem::absolute(path).parent_path()))
+    log::warn("cache pack {}: written, but its directory could not be synced: {}", path, file_io::errno_text());
   return static_cast<int64_t>(entries.size());
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/file_io.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,6 +52,11 @@ bool read_exact_at(int fd, uint64_t offset, char* out, size_t size) {
     size -= static_cast<size_t>(n);
   }
   return true;
+}
+
+bool sync_directory(const std::filesystem::path& directory) {
+  UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return fd && ::fsync(fd.get()) == 0 && fd.close();
 }
 
 std::string errno_text() { return std::strerror(errno); }

@@ -35,6 +35,9 @@ bool read_exact(int fd, char* out, size_t size);
 // The same at `offset`, leaving the position alone (safe from several threads at once).
 bool read_exact_at(int fd, uint64_t offset, char* out, size_t size);
 
+// Makes the renames into `directory` durable (fsync of the directory); false on failure.
+bool sync_directory(const std::filesystem::path& directory);
+
 // strerror(errno).
 std::string errno_text();
 

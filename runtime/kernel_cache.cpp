@@ -8,10 +8,11 @@
 //
 // An entry file is a 40-byte header, the label, then the payload. Integers are little-endian:
 //   offset  0: magic "TJKCACHE"        offset 16: payload length (u64)
-//   offset  8: format version (u32)    offset 24: checksum (XXH3-128 of label and payload)
+//   offset  8: format version (u32)    offset 24: checksum (XXH3-128 of key, label and payload)
 //   offset 12: label length (u32)
 // Every header byte is checked on read (magic, version, the lengths against the file size,
-// the checksum against the contents), so any truncation or flipped byte is caught.
+// the checksum against the contents), so any truncation or flipped byte is caught. The key is in
+// the checksum, so an entry copied or renamed to another key's file is refused, not served.
 #include "runtime/kernel_cache.h"
 
 #include <fcntl.h>
@@ -48,7 +49,7 @@ using file_io::UniqueFd;
 using file_io::write_all;
 
 constexpr std::string_view kMagic = "TJKCACHE";
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: the key joined the checksum
 constexpr size_t kHeaderSize = 40;
 constexpr std::string_view kEntrySuffix = ".tjk";
 constexpr size_t kMaxKeyLength = 128;
@@ -75,16 +76,16 @@ std::string encode_hash(XXH128_hash_t hash) {
   return out;
 }
 
-std::string checksum(std::string_view label, std::string_view payload) {
-  return encode_hash(hash_parts({label, payload}));
+std::string checksum(std::string_view key, std::string_view label, std::string_view payload) {
+  return encode_hash(hash_parts({key, label, payload}));
 }
 
-std::string encode_header(std::string_view label, std::string_view payload) {
+std::string encode_header(std::string_view key, std::string_view label, std::string_view payload) {
   std::string header(kMagic);
   append_le(header, kFormatVersion, 4);
   append_le(header, label.size(), 4);
   append_le(header, payload.size(), 8);
-  header += checksum(label, payload);
+  header += checksum(key, label, payload);
   return header;
 }
 
@@ -135,10 +136,14 @@ std::optional<EntryHeader> read_header(int fd, int64_t file_size, std::string& p
   return header;
 }
 
-std::optional<StoredEntry> read_entry(int fd, std::string& problem) {
+std::optional<StoredEntry> read_entry(int fd, std::string_view key, std::string& problem) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     problem = errno_text();
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    problem = "not a regular file";
     return std::nullopt;
   }
   auto header = read_header(fd, st.st_size, problem);
@@ -148,7 +153,7 @@ std::optional<StoredEntry> read_entry(int fd, std::string& problem) {
     problem = "shorter than its header says";
     return std::nullopt;
   }
-  if (checksum(entry.label, entry.value) != header->checksum) {
+  if (checksum(key, entry.label, entry.value) != header->checksum) {
     problem = "checksum mismatch";
     return std::nullopt;
   }
@@ -240,13 +245,13 @@ class DiskStore {
 
   std::optional<StoredEntry> read(const std::string& key) const {
     fs::path path = entry_path(key);
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO must not block
     if (!fd) {
       if (errno != ENOENT) log::warn("kernel cache: cannot open {}: {}", path.string(), errno_text());
       return std::nullopt;
     }
     std::string problem;
-    auto entry = read_entry(fd.get(), problem);
+    auto entry = read_entry(fd.get(), key, problem);
     if (!entry) {
       log::warn("kernel cache: removing corrupt entry {}: {}", path.string(), problem);
       remove_if_same_file(path, fd.get());
@@ -255,28 +260,35 @@ class DiskStore {
   }
 
   // Writes a temporary file next to the entry and renames it into place, so readers see the
-  // old entry or the new one, never a part of one. A failure is a warning: the value stays
-  // in memory for this process.
-  // False, after a warning, when the entry could not be written.
-  bool write(const std::string& key, std::string_view label, std::string_view value) const {
+  // old entry or the new one, never a part of one. False, after a warning, when the entry
+  // could not be written (the value stays in memory for this process).
+  //
+  // A plain entry is not synced: after a crash it may be empty or partial on disk, and then its
+  // checksum fails and it is compiled again, which is cheaper than syncing every write. A
+  // `durable` one (update()'s, which hold tuning results) is synced before and after the
+  // rename, so a crash leaves the old value or the new one.
+  bool write(const std::string& key, std::string_view label, std::string_view value, bool durable) const {
     fs::path path = entry_path(key);
     std::error_code ignored;  // a missing shard directory shows up as the open's error
-    fs::create_directories(path.parent_path(), ignored);
+    if (fs::create_directories(path.parent_path(), ignored) && durable) file_io::sync_directory(root_);
     fs::path temp = temp_path_for(path);
     UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     if (!fd) {
       log::warn("kernel cache: cannot create {}: {}", temp.string(), errno_text());
       return false;
     }
-    // No fsync: after a crash a renamed entry may be empty or partial on disk, and then its
-    // checksum fails and it is recompiled, which is cheaper than syncing every write.
-    bool written = write_all(fd.get(), encode_header(label, value)) && write_all(fd.get(), label) &&
-                   write_all(fd.get(), value) && fd.close() && ::rename(temp.c_str(), path.c_str()) == 0;
+    bool written = write_all(fd.get(), encode_header(key, label, value)) && write_all(fd.get(), label) &&
+                   write_all(fd.get(), value) && (!durable || ::fsync(fd.get()) == 0) && fd.close() &&
+                   ::rename(temp.c_str(), path.c_str()) == 0;
     if (!written) {
       log::warn("kernel cache: cannot write {}: {}", path.string(), errno_text());
       ::unlink(temp.c_str());
+      return false;
     }
-    return written;
+    // The entry is in place; only its rename may not survive a crash.
+    if (durable && !file_io::sync_directory(path.parent_path()))
+      log::warn("kernel cache: wrote {}, but its directory could not be synced: {}", path.string(), errno_text());
+    return true;
   }
 
   void record_lookup(bool hit) const { stats_file_.add(hit ? 1 : 0, hit ? 0 : 1); }
@@ -320,7 +332,7 @@ class DiskStore {
   // other files.
   void clear() const {
     for_each_file([](const fs::path& path) {
-      if (!key_of(path).empty() || is_entry_being_written(path)) ::unlink(path.c_str());
+      if (is_entry_named(path) || is_entry_being_written(path)) ::unlink(path.c_str());
     });
     stats_file_.reset();
   }
@@ -342,12 +354,19 @@ class DiskStore {
     return root_ / key.substr(0, 2) / (key + std::string(kEntrySuffix));
   }
 
-  // The key an entry file is named for; empty for anything else (temporary files included).
-  static std::string key_of(const fs::path& path) {
+  // Named "<key>.tjk", in whichever shard.
+  static bool is_entry_named(const fs::path& path) {
     std::string name = path.filename().string();
-    if (!name.ends_with(kEntrySuffix)) return {};
+    return name.ends_with(kEntrySuffix) && is_valid_cache_key(name.substr(0, name.size() - kEntrySuffix.size()));
+  }
+
+  // The key an entry file is named for; empty for anything else: temporary files, and an entry
+  // in another key's shard, which lookups never read.
+  static std::string key_of(const fs::path& path) {
+    if (!is_entry_named(path)) return {};
+    std::string name = path.filename().string();
     std::string key = name.substr(0, name.size() - kEntrySuffix.size());
-    return is_valid_cache_key(key) ? key : std::string();
+    return path.parent_path().filename().string() == key.substr(0, 2) ? key : std::string();
   }
 
   // A temporary file of write(): "<key>.tjk.tmp.<pid>.<random>".
@@ -376,7 +395,7 @@ class DiskStore {
   // The header of an entry file, if it looks valid (the payload is not checked).
   static std::optional<CacheEntryInfo> read_info(const fs::path& path) {
     std::string key = key_of(path);
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO must not block
     struct stat st {};
     if (key.empty() || !fd || ::fstat(fd.get(), &st) != 0) return std::nullopt;
     std::string problem;
@@ -427,6 +446,9 @@ struct KernelCache::Impl {
   std::atomic<int64_t> memory_hits = 0, memory_misses = 0, prebuilt_hits = 0;
 
   explicit Impl(CacheOptions opts) : options(std::move(opts)) {
+    // Absolute, so a later chdir of the program moves neither its entries nor its lock.
+    std::error_code ignored;
+    if (!options.directory.empty()) options.directory = fs::absolute(options.directory, ignored).string();
     if (options.enabled && !options.directory.empty()) disk = DiskStore::open(options.directory);
   }
 
@@ -531,7 +553,7 @@ bool KernelCache::update(const std::string& key, std::string_view label, const C
   }
   if (!current) current = impl_->find_in_packs(key);
   std::optional<std::string> next = change(current ? std::optional<std::string_view>(current->value) : std::nullopt);
-  if (next) return put(key, label, std::move(*next));
+  if (next) return store(key, label, std::move(*next), true);
   if (current) {  // what this process remembers becomes what is stored
     std::lock_guard lock(impl_->mutex);
     impl_->memory[key] = MemoryEntry{std::move(current->label),
@@ -584,10 +606,14 @@ void KernelCache::for_each_entry(const std::function<void(const CacheEntryInfo&,
 }
 
 bool KernelCache::put(const std::string& key, std::string_view label, std::string value) {
+  return store(key, label, std::move(value), false);
+}
+
+bool KernelCache::store(const std::string& key, std::string_view label, std::string value, bool durable) {
   check_key(key);
   if (!enabled()) return false;
   auto shared = std::make_shared<const std::string>(std::move(value));
-  bool stored = !impl_->disk || impl_->disk->write(key, label, *shared);
+  bool stored = !impl_->disk || impl_->disk->write(key, label, *shared, durable);
   std::lock_guard lock(impl_->mutex);
   impl_->memory[key] = MemoryEntry{std::string(label), std::move(shared), now_unix()};
   return stored;

@@ -101,6 +101,8 @@ class KernelCache {
   void clear();                         // memory and disk
 
  private:
+  bool store(const std::string& key, std::string_view label, std::string value, bool durable);
+
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };

@@ -136,6 +136,11 @@ int run_tune(const Options& o) {
   KernelCache& cache = KernelCache::global();
   fmt::print("tuning database: {}\n",
              cache.on_disk() ? cache.directory() : "memory only (results end with this process)");
+  if (int64_t lost = db.unstored_writes(); lost > 0) {
+    fmt::print(stderr, "tilejit tune: {} of this run's results could not be written to {} (see the warnings above)\n",
+               lost, cache.directory());
+    return 1;
+  }
   return all_ran ? 0 : 1;
 }
 

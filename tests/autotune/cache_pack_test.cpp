@@ -286,6 +286,10 @@ TEST_F(CachePackTest, ForeignFilesAreRefused) {
   EXPECT_THAT(error_of([&] { CachePack::open(dir_ / "missing", needs_sm90()); }),
               HasSubstr("cannot open: No such file or directory"));
   EXPECT_THAT(error_of([&] { CachePack::open(dir_.path().string(), needs_sm90()); }), HasSubstr("is not a regular file"));
+  // Opening a FIFO would wait for a writer: it is refused at once.
+  const std::string fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(error_of([&] { CachePack::open(fifo, needs_sm90()); }), HasSubstr(fifo + " is not a regular file"));
 }
 
 TEST_F(CachePackTest, PacksForAnotherArchOrVersionAreRefused) {

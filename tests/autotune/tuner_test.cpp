@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 
 #include "autotune/tuner.h"
@@ -459,6 +460,25 @@ TEST_F(TunerTest, KeysTellDevicesDtypesLayoutsAndBucketsApart) {
   transposed.layout = "nt";
   EXPECT_NE(TuningKey::of(bf16, shape_, device).str(), base);
   EXPECT_NE(TuningKey::of(transposed, shape_, device).str(), base);
+}
+
+// Every shard directory's name taken by a file: the cache opens, but no entry can be written.
+TEST_F(TunerTest, ResultsThatCannotBeWrittenAreCounted) {
+  for (int shard = 0; shard < 256; ++shard)
+    std::ofstream(dir_.path() / fmt::format("{:02x}", shard)) << "not a directory";
+  testing::internal::CaptureStderr();
+  SyntheticRunner runner;
+  TuneResult r = tune(op_, shape_, runner, db_, all_configs());
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.best);
+  EXPECT_THAT(log, HasSubstr("kernel cache: cannot create"));
+  EXPECT_EQ(db_.unstored_writes(), 20 + 1) << "every trial and the best";
+  EXPECT_EQ(db_.best(TuningKey::of(op_, shape_, runner.device()), shape_)->config, r.best->config)
+      << "kept in memory for this process";
+  KernelCache disabled(CacheOptions{dir_.path().string(), false});
+  TuningDatabase disabled_db(disabled);
+  tune(op_, shape_, runner, disabled_db, all_configs());
+  EXPECT_EQ(disabled_db.unstored_writes(), 0) << "a disabled cache stores nothing by request";
 }
 
 TEST_F(TunerTest, ClearErrors) {

@@ -530,7 +530,7 @@ TEST(BinaryIdentity, NamesTheBinaryByItsBuildId) {
   std::string libc = binary_identity(reinterpret_cast<const void*>(&::dlopen));
   EXPECT_FALSE(libc.empty());
   EXPECT_NE(libc, self);
-  // Stable across calls (memoized).
+  // Stable across calls.
   EXPECT_EQ(binary_identity(reinterpret_cast<const void*>(&function_in_this_binary)), self);
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -472,6 +473,58 @@ TEST_F(KernelCacheTest, ClearRemovesOnlyWhatTheCacheWrote) {
   cache.clear();
   EXPECT_FALSE(fs::exists(entry_file(key)));
   for (const fs::path& file : kept) EXPECT_EQ(read_file(file), "a user's file") << file;
+}
+
+// The key is in an entry's checksum: a file copied to another key's name is refused, not served.
+TEST_F(KernelCacheTest, AnEntryUnderAnotherKeysNameIsAMiss) {
+  std::string key = cache_key({"original"}), other = cache_key({"other"});
+  next_process().put(key, "label", "the original's payload");
+  fs::create_directories(entry_file(other).parent_path());
+  fs::copy_file(entry_file(key), entry_file(other));
+  EXPECT_EQ(value_of(next_process().get(key)), "the original's payload");
+  expect_detected(other, "copied under another key");
+}
+
+// A lookup never reads an entry outside its key's shard, so neither do listings and packs.
+TEST_F(KernelCacheTest, AnEntryOutsideItsShardIsNotListed) {
+  std::string key = cache_key({"listed"});
+  KernelCache cache(options());
+  cache.put(key, "label", "payload");
+  std::string elsewhere = key.substr(0, 1) + (key[1] == '0' ? "1" : "0");
+  fs::create_directories(root_ / elsewhere);
+  fs::copy_file(entry_file(key), root_ / elsewhere / (key + ".tjk"));
+  auto entries = cache.list();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].key, key);
+  EXPECT_EQ(cache.stats().entries, 1);
+  cache.clear();  // it is still the cache's file
+  EXPECT_FALSE(fs::exists(root_ / elsewhere / (key + ".tjk")));
+}
+
+// A FIFO where an entry belongs is a miss at once, not a read that never returns.
+TEST_F(KernelCacheTest, AFifoInPlaceOfAnEntryIsAMiss) {
+  std::string key = cache_key({"fifo"});
+  fs::create_directories(entry_file(key).parent_path());
+  ASSERT_EQ(::mkfifo(entry_file(key).c_str(), 0600), 0) << std::strerror(errno);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(next_process().get(key));
+  EXPECT_THAT(testing::internal::GetCapturedStderr(), testing::HasSubstr("not a regular file"));
+  next_process().put(key, "label", "fresh");
+  EXPECT_EQ(value_of(next_process().get(key)), "fresh");
+}
+
+// A relative directory is taken from the working directory when the cache is made, and stays
+// that directory after the program changes its working directory.
+TEST_F(KernelCacheTest, ARelativeDirectoryIsFixedWhenTheCacheIsMade) {
+  const fs::path before = fs::current_path();
+  fs::current_path(root_);
+  const fs::path here = fs::current_path();  // root_ as the system spells it
+  KernelCache cache(CacheOptions{"relative", true});
+  fs::current_path(before);
+  EXPECT_EQ(cache.directory(), (here / "relative").string());
+  std::string key = cache_key({"relative"});
+  cache.put(key, "label", "payload");
+  EXPECT_TRUE(fs::exists(root_ / "relative" / key.substr(0, 2) / (key + ".tjk")));
 }
 
 TEST_F(KernelCacheTest, ListSkipsEntriesThatDoNotLookValid) {

@@ -46,7 +46,9 @@
 namespace tilejit::ops {
 
 // average is the sum divided by the group's size; for i32, NCCL's ncclAvg: the sum (wrapping
-// as i32 sums do) divided by the size, rounded toward zero.
+// as i32 sums do) divided by the size, rounded toward zero. For floats NCCL's ncclAvg scales
+// each input by 1/size before summing, which agrees to the dtype's rounding. max and min skip
+// NaNs (fmax / fmin), on both backends; jax.lax.pmax would propagate one.
 enum class ReduceOp { sum, max, min, average };
 const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min", "average"
 
@@ -124,8 +126,12 @@ class Communicator {
   // Stops this rank's communication at once; its calls, and the other ranks' waiting for it,
   // then throw instead of hanging. Safe from any thread.
   void abort(const std::string& reason = "aborted by the user") const;
-  // Frees the communicator once its work is done; later calls throw. The last copy's
-  // destructor does it too (aborting if that fails).
+  // Frees the communicator (and those made for groups) once its work is done; later calls
+  // throw. Collective, as NCCL's finalize: it returns once every rank has called it, and after
+  // the timeout it aborts and throws. Dropping the last copy of a handle frees it too, without
+  // waiting for the other ranks, so one thread may drop the handles of all its ranks in any
+  // order; each is freed once every rank has dropped or destroyed its own (or aborted after
+  // the timeout, with a warning).
   void destroy() const;
 
   struct State;
@@ -174,6 +180,7 @@ struct AllGatherOptions {
   RankGroups groups;
 };
 
+// Any dtype: the group's tensors are copied bit for bit.
 Tensor all_gather(const Tensor& x, const Communicator& comm, const AllGatherOptions& options = {},
                   Stream* stream = nullptr);
 // The same into `out`; x may be out's in-place slot.
@@ -190,6 +197,7 @@ struct AllReduceOptions {
   RankGroups groups;
 };
 
+// f32, f16, bf16 and i32.
 Tensor all_reduce(const Tensor& x, const Communicator& comm, const AllReduceOptions& options = {},
                   Stream* stream = nullptr);
 // The same into `out`, which may be x itself (in place).

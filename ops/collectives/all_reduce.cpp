@@ -3,6 +3,7 @@
 #include "ops/collectives.h"
 #include "ops/collectives/arguments.h"
 #include "ops/collectives/communicator_state.h"
+#include "ops/collectives/host_reduction.h"
 
 namespace tilejit::ops {
 namespace {
@@ -10,6 +11,7 @@ namespace {
 constexpr const char* kOp = "all_reduce";
 
 void check_arguments(const Tensor& x, const Communicator& comm, const AllReduceOptions& options) {
+  check_reduction_dtype(x.dtype(), kOp);
   check_input(x, comm, kOp, "x");
   group_place(state_of(comm), options.groups, kOp);
 }

@@ -3,7 +3,6 @@
 #include <fmt/ranges.h>
 
 #include "dsl/error.h"
-#include "ops/collectives/host_reduction.h"
 
 namespace tilejit::ops {
 
@@ -65,7 +64,6 @@ std::vector<int64_t> part_shape(const Tensor& tensor, const char* name, int axis
 }
 
 void check_input(const Tensor& x, const Communicator& comm, const char* op, const char* what) {
-  check_collective_dtype(x.dtype(), op);
   if (!x.is_contiguous()) fail("{}: {} ({}) must be contiguous", op, what, x.describe());
   if (&x.device() != &comm.device())
     fail("{}: {} is {}, but the communicator ({}) is on {}", op, what, x.describe(), comm.describe(),

@@ -1,11 +1,16 @@
 #include "ops/collectives/communicator_state.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "dsl/error.h"
 #include "dsl/log.h"
 #include "ops/collectives/arguments.h"
+#include "ops/collectives/teardown.h"
 
 namespace tilejit::ops {
 
@@ -17,12 +22,14 @@ Communicator Communicator::State::handle(std::unique_ptr<RankBackend> backend, c
 }
 
 Communicator::State::~State() {
-  group_communicators.clear();
   try {
-    destroy();
     // Packing kernels may still read or write scratch memory on their streams.
     if (!scratch_by_stream.empty()) backend->device().synchronize();
-  } catch (const Error& e) {
+    begin_destroy();
+    group_communicators.clear();  // their own destructors hand them over
+    if (!backend->destroy_finished()) finish_destroy_later(std::move(backend), options.timeout);
+  } catch (const std::exception& e) {
+    if (!backend) return;  // handed over: the teardown frees it
     log::warn("{}: destroy failed, aborted instead: {}", backend->describe(), e.what());
     backend->abort("destroy failed");
   }
@@ -46,10 +53,42 @@ void Communicator::State::abort(const std::string& reason) {
   for (auto& state : made) state->abort(reason);
 }
 
+void Communicator::State::begin_destroy() {
+  if (destroyed.exchange(true)) return;
+  std::vector<std::shared_ptr<State>> groups;
+  {
+    std::lock_guard lock(mutex);
+    for (auto& [members, group] : group_communicators) groups.push_back(group);
+  }
+  for (auto& group : groups) group->begin_destroy();
+  backend->begin_destroy();
+}
+
+bool Communicator::State::destroy_finished() {
+  std::vector<std::shared_ptr<State>> groups;
+  {
+    std::lock_guard lock(mutex);
+    for (auto& [members, group] : group_communicators) groups.push_back(group);
+  }
+  bool finished = backend->destroy_finished();
+  for (auto& group : groups) finished = group->destroy_finished() && finished;
+  return finished;
+}
+
 void Communicator::State::destroy() {
-  if (destroyed) return;
-  destroyed = true;
-  backend->destroy();
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    begin_destroy();
+    while (!destroy_finished()) {
+      if (std::chrono::steady_clock::now() - started >= options.timeout)
+        fail("destroy: {}: the other ranks did not destroy their communicators within {} ms (every rank must)",
+             backend->describe(), options.timeout.count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } catch (const Error& e) {
+    abort(e.what());
+    throw;
+  }
 }
 
 void Communicator::State::adopt(const std::shared_ptr<State>& child) {
@@ -126,7 +165,12 @@ GroupView group_of(Communicator::State& state, const RankGroups& groups, const c
     });
     const int color = static_cast<int>(mine - groups.begin());
     std::unique_ptr<RankBackend> split = backend.split(color, view.position);
-    TJ_CHECK(split && split->rank() == view.position && split->size() == view.size);
+    // Ranks that passed other groups made other splits.
+    if (!split || split->rank() != view.position || split->size() != view.size)
+      fail("{}: {} passed groups {}, which place it at position {} of {}, but the ranks' split gave it {}: every "
+           "rank must pass the same groups",
+           op, backend.describe(), fmt::format("{}", groups), view.position, view.size,
+           split ? fmt::format("rank {} of {}", split->rank(), split->size()) : std::string("no communicator"));
     group = std::make_shared<Communicator::State>(std::move(split), state.options);
     state.add_group(groups, group);
   }

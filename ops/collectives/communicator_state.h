@@ -4,6 +4,7 @@
 // collectives on different streams never share one.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,7 +22,8 @@ struct Communicator::State {
   static Communicator handle(std::unique_ptr<RankBackend> backend, const CommunicatorOptions& options);
   State(const State&) = delete;
   State& operator=(const State&) = delete;
-  // Destroys the communicators made for groups, then this one (aborting what fails); never throws.
+  // Begins destroying this communicator and those made for groups, and leaves the rest to
+  // finish_destroy_later (teardown.h): it never waits for the other ranks. Never throws.
   ~State();
 
   // The backend, or throws when the communicator was destroyed, naming `op`.
@@ -29,6 +31,8 @@ struct Communicator::State {
   // Aborts this communicator and every one made from it, also those made later; safe from any
   // thread.
   void abort(const std::string& reason);
+  // Destroys this communicator and those made for groups: collective, it returns once every
+  // rank has destroyed its own; after the timeout it aborts them and throws.
   void destroy();
   // Keeps `child` (made from this one) so that abort() reaches it.
   void adopt(const std::shared_ptr<State>& child);
@@ -42,9 +46,17 @@ struct Communicator::State {
   // may be what is stuck on the stream) and throws.
   void synchronize(Stream& stream);
 
-  const std::unique_ptr<RankBackend> backend;
+ private:
+  // Begins the destroy of the communicators made for groups and of this one, once.
+  void begin_destroy();
+  // Whether every one begun has finished (freed), checking each once; throws on an error.
+  bool destroy_finished();
+
+ public:
+
+  std::unique_ptr<RankBackend> backend;  // handed to finish_destroy_later by the destructor
   const CommunicatorOptions options;
-  bool destroyed = false;
+  std::atomic<bool> destroyed = false;  // read by live() on any thread
 
   std::mutex mutex;  // guards what follows against abort() from another thread
   std::string abort_reason;  // empty until aborted

@@ -92,7 +92,8 @@ class EmulatedRank final : public RankBackend {
   }
   void synchronize(Stream&) override { check_async_error(); }
   void abort(const std::string& reason) override { world_->abort(reason); }
-  void destroy() override {}
+  void begin_destroy() override { world_->begin_finalize(rank_); }
+  bool destroy_finished() override { return world_->finalized(); }
 
  private:
   std::shared_ptr<EmulatedWorld> world_;

@@ -29,7 +29,11 @@ std::string describe_mismatch(const std::vector<EmulatedWorld::Part>& parts) {
 }  // namespace
 
 EmulatedWorld::EmulatedWorld(int size, std::chrono::milliseconds timeout)
-    : size_(size), timeout_(timeout), pending_(static_cast<size_t>(size)), arrived_(static_cast<size_t>(size)) {}
+    : size_(size),
+      timeout_(timeout),
+      pending_(static_cast<size_t>(size)),
+      arrived_(static_cast<size_t>(size)),
+      finalizing_(static_cast<size_t>(size)) {}
 
 std::vector<EmulatedWorld::Part> EmulatedWorld::arrive(int rank, Part part) {
   return run_round(rank, std::move(part), RoundKind::exchange).parts;
@@ -42,6 +46,19 @@ void EmulatedWorld::finish_exchange(int rank, const std::string& call) {
 EmulatedWorld::Membership EmulatedWorld::split(int rank, int color, int key) {
   Part part{"split", nullptr, nullptr, color, key};
   return run_round(rank, std::move(part), RoundKind::split).memberships[static_cast<size_t>(rank)];
+}
+
+void EmulatedWorld::begin_finalize(int rank) {
+  std::lock_guard lock(mutex_);
+  if (!finalizing_[static_cast<size_t>(rank)]) {
+    finalizing_[static_cast<size_t>(rank)] = true;
+    ++finalizing_count_;
+  }
+}
+
+bool EmulatedWorld::finalized() const {
+  std::lock_guard lock(mutex_);
+  return finalizing_count_ == size_ || !abort_reason_.empty();
 }
 
 void EmulatedWorld::abort(const std::string& reason) {

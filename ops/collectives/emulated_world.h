@@ -48,6 +48,11 @@ class EmulatedWorld {
   // Every rank calls it: the ranks with one color >= 0 form a new world, ranked by key, then rank.
   Membership split(int rank, int color, int key);
 
+  // Teardown as NCCL's finalize: it is finished once every rank has begun it (or the world
+  // is aborted); neither call waits.
+  void begin_finalize(int rank);
+  bool finalized() const;
+
   void abort(const std::string& reason);  // safe from any thread; the first reason stays
   std::string abort_reason() const;       // empty while not aborted
 
@@ -72,6 +77,8 @@ class EmulatedWorld {
   std::vector<bool> arrived_;
   int arrivals_ = 0;
   Round completed_;
+  std::vector<bool> finalizing_;
+  int finalizing_count_ = 0;
   std::string abort_reason_;
 };
 

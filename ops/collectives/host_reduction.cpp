@@ -85,9 +85,9 @@ void reduce(ReduceOp op, const std::vector<const void*>& inputs, size_t offset, 
 
 }  // namespace
 
-void check_collective_dtype(DType dtype, const char* op) {
+void check_reduction_dtype(DType dtype, const char* op) {
   if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16 && dtype != DType::i32)
-    fail("{}: {} tensors are not supported (f32, f16, bf16 and i32 are)", op, dtype_name(dtype));
+    fail("{}: {} tensors cannot be reduced (f32, f16, bf16 and i32 can)", op, dtype_name(dtype));
 }
 
 void reduce_elements(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, size_t offset, size_t count,
@@ -98,7 +98,7 @@ void reduce_elements(DType dtype, ReduceOp op, const std::vector<const void*>& i
     case DType::f16: return reduce<F16>(op, inputs, offset, count, out);
     case DType::bf16: return reduce<BF16>(op, inputs, offset, count, out);
     case DType::i32: return reduce<I32>(op, inputs, offset, count, out);
-    default: check_collective_dtype(dtype, "reduce");
+    default: check_reduction_dtype(dtype, "reduce");
   }
 }
 

@@ -18,7 +18,7 @@ namespace tilejit::ops {
 void reduce_elements(DType dtype, ReduceOp op, const std::vector<const void*>& inputs, size_t offset, size_t count,
                      void* out);
 
-// Throws unless the collectives support `dtype` (f32, f16, bf16, i32), naming the op.
-void check_collective_dtype(DType dtype, const char* op);
+// Throws unless reductions support `dtype` (f32, f16, bf16, i32), naming the op.
+void check_reduction_dtype(DType dtype, const char* op);
 
 }  // namespace tilejit::ops

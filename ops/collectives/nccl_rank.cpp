@@ -44,7 +44,8 @@ class NcclRank final : public RankBackend {
   void check_async_error() override { comm_->check_async_error(); }
   void synchronize(Stream& stream) override { comm_->synchronize(stream); }
   void abort(const std::string& reason) override { comm_->abort(reason); }
-  void destroy() override { comm_->destroy(); }
+  void begin_destroy() override { comm_->begin_destroy(); }
+  bool destroy_finished() override { return comm_->destroy_finished(); }
 
  private:
   std::unique_ptr<nccl::NcclComm> comm_;

@@ -39,7 +39,14 @@ class RankBackend {
   virtual void synchronize(Stream& stream) = 0;
   // Safe from any thread.
   virtual void abort(const std::string& reason) = 0;
-  virtual void destroy() = 0;
+
+  // Teardown as NCCL's finalize works: it completes only once every rank of the communicator
+  // has begun it, so a thread holding several ranks (Communicator::local's) must begin each
+  // before waiting for any. begin_destroy() never waits for the other ranks; destroy_finished()
+  // checks once, frees the communicator when its finalize is done and says whether it is, and
+  // throws on an error (the communicator is aborted then). An aborted one is finished.
+  virtual void begin_destroy() = 0;
+  virtual bool destroy_finished() = 0;
 };
 
 }  // namespace tilejit::ops

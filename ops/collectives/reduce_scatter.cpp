@@ -6,6 +6,7 @@
 #include "ops/collectives/arguments.h"
 #include "ops/collectives/chunk_transpose.h"
 #include "ops/collectives/communicator_state.h"
+#include "ops/collectives/host_reduction.h"
 
 namespace tilejit::ops {
 namespace {
@@ -14,6 +15,7 @@ constexpr const char* kOp = "reduce_scatter";
 
 // The caller receives the reduction of x's part at its position.
 ChunkPlan plan_for(const Tensor& x, const Communicator& comm, const ReduceScatterOptions& options) {
+  check_reduction_dtype(x.dtype(), kOp);
   check_input(x, comm, kOp, "x");
   const int k = checked_group_size(options.groups, comm.size(), kOp);
   if (x.rank() == 0) fail("{}: x is {}: a scalar has no dimension to scatter", kOp, x.describe());

@@ -103,12 +103,11 @@ NcclComm::NcclComm(Device& device, std::chrono::milliseconds timeout) : device_(
 }
 
 NcclComm::~NcclComm() {
-  try {
-    destroy();
-  } catch (const Error& e) {
-    log::warn("{}: destroy failed, aborted instead: {}", describe(), e.what());
+  {
+    // Normally destroyed by now; one dropped on an error path is aborted, which never waits
+    // for the other ranks as finalizing would.
     std::lock_guard lock(mutex_);
-    abort_locked("destroy failed");
+    abort_locked("dropped without being destroyed");
   }
   CUdevice cu_device;
   const cuda::DriverApi& driver = cuda::driver();
@@ -273,7 +272,9 @@ void NcclComm::all_gather(const void* send, void* recv, size_t send_count, DType
   std::unique_lock lock(mutex_);
   ncclComm* comm = live("ncclAllGather");
   make_current();
-  finish(api().ncclAllGather(send, recv, send_count, nccl_type(dtype), comm, s), "ncclAllGather", lock);
+  // Gathering only moves bytes, so any dtype goes as bytes (NCCL has no fp8, e8m0 or bool type).
+  const size_t bytes = send_count * static_cast<size_t>(dtype_storage_bytes(dtype));
+  finish(api().ncclAllGather(send, recv, bytes, ncclUint8, comm, s), "ncclAllGather", lock);
 }
 
 void NcclComm::all_reduce(const void* send, void* recv, size_t count, DType dtype, Reduction op, Stream& stream) {
@@ -317,16 +318,38 @@ void NcclComm::abort(const std::string& reason) {
   abort_locked(reason);
 }
 
-void NcclComm::destroy() {
-  std::unique_lock lock(mutex_);
-  if (!comm_) return;
+void NcclComm::begin_destroy() {
+  std::lock_guard lock(mutex_);
+  if (!comm_ || finalizing_) return;
   make_current();
-  finish(api().ncclCommFinalize(comm_), "ncclCommFinalize", lock);
+  const ncclResult_t r = api().ncclCommFinalize(comm_);
+  finalizing_ = true;
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  const std::string failure = describe_failure(r, "ncclCommFinalize", comm_);
+  abort_locked(failure);
+  fail("{} ({}); the communicator was aborted", failure, describe());
+}
+
+bool NcclComm::destroy_finished() {
+  std::lock_guard lock(mutex_);
+  if (!comm_) return true;
+  TJ_CHECK(finalizing_);
+  make_current();
+  ncclResult_t state = ncclInProgress;
+  const ncclResult_t query = api().ncclCommGetAsyncError(comm_, &state);
+  const ncclResult_t result = query == ncclSuccess ? state : query;
+  if (result == ncclInProgress) return false;
+  if (result != ncclSuccess) {
+    const std::string failure = describe_failure(result, "ncclCommFinalize", comm_);
+    abort_locked(failure);
+    fail("{} ({}); the communicator was aborted", failure, describe());
+  }
   ncclComm* comm = comm_;
   comm_ = nullptr;
   ended_ = "destroyed";
   if (ncclResult_t r = api().ncclCommDestroy(comm); r != ncclSuccess)
     throw Error(describe_failure(r, "ncclCommDestroy", nullptr));
+  return true;
 }
 
 }  // namespace tilejit::nccl

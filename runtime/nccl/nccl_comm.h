@@ -48,7 +48,7 @@ class NcclComm {
                                                              std::chrono::milliseconds timeout);
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
-  // Destroys the communicator if still alive, aborting it if that fails; never throws.
+  // Aborts the communicator if it was not destroyed; never throws.
   ~NcclComm();
 
   // Every rank calls it: ranks passing the same color >= 0 form a new communicator, ranked by
@@ -73,8 +73,13 @@ class NcclComm {
   // Stops the communicator's work at once; later calls throw. Safe from any thread: a call
   // polling on another thread returns with an error naming `reason`.
   void abort(const std::string& reason);
-  // Finalizes (waiting for outstanding work up to the timeout) and frees the communicator.
-  void destroy();
+  // Teardown in two steps, as ncclCommFinalize is collective: it completes once every rank
+  // has called it, so one thread destroying several ranks begins each before waiting for any.
+  // begin_destroy() calls ncclCommFinalize, which does not wait (the communicator is
+  // non-blocking); destroy_finished() checks once whether it has completed, and then frees the
+  // communicator (ncclCommDestroy). Both throw on an NCCL error, after aborting.
+  void begin_destroy();
+  bool destroy_finished();
 
  private:
   NcclComm(Device& device, std::chrono::milliseconds timeout);
@@ -91,6 +96,7 @@ class NcclComm {
   std::mutex mutex_;  // guards comm_ and every NCCL call on it
   ncclComm* comm_ = nullptr;
   std::string ended_;  // why comm_ is gone: "aborted: ...", "destroyed"
+  bool finalizing_ = false;  // ncclCommFinalize was called
   int rank_ = 0, size_ = 0;
 };
 

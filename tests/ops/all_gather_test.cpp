@@ -36,6 +36,18 @@ TEST(AllGather, ScalarsAndVectors) {
   }
 }
 
+// Every other dtype is gathered too, bit for bit: along a new leading axis, and along an inner
+// one (which packs the chunks), by groups, in each mode.
+TEST(AllGather, EveryDTypeIsCopiedBitForBit) {
+  TJ_SEEDED_RNG(rng);
+  std::vector<Communicator> comms = Communicator::emulated(4);
+  for (DType dtype : kGatherOnlyDTypes) {
+    check_all_gather(comms, {{3, 5}, dtype, gather_options(0, false), Mode::allocate}, rng);
+    check_all_gather(comms, {{3, 5}, dtype, gather_options(1, true, {{3, 1}, {0, 2}}), Mode::into_out}, rng);
+    check_all_gather(comms, {{2, 3, 7}, dtype, gather_options(-1, false), Mode::in_place}, rng);
+  }
+}
+
 // all_gather undoes reduce_scatter's split: gathering the tiled scatter of a sum along the same
 // dimension gives every rank the whole sum.
 TEST(AllGather, InvertsReduceScatter) {

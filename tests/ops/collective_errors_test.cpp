@@ -2,7 +2,7 @@
 // 2, 4 and 8 emulated ranks: sizes the group does not divide, groups that do not cover every
 // rank exactly once or differ in size, dimensions out of range, wrong outputs, overlaps that are
 // not the in-place slot; ranks that call different collectives, a rank that never comes (a
-// timeout, not a hang), aborts, and use after destroy.
+// timeout, not a hang), aborts, and use after destroy (teardown itself: collective_teardown_test.cpp).
 #include <gmock/gmock.h>
 
 #include <chrono>
@@ -129,7 +129,13 @@ TEST_P(CollectiveErrors, OutputsOfTheWrongShapeOrDtype) {
   EXPECT_THAT(error_of([&] {
                 run_ranks(comms, [](Communicator& c) { all_reduce(Tensor::empty(c.device(), DType::i64, {3}), c); });
               }),
-              HasSubstr("all_reduce: i64 tensors are not supported (f32, f16, bf16 and i32 are)"));
+              HasSubstr("all_reduce: i64 tensors cannot be reduced (f32, f16, bf16 and i32 can)"));
+  EXPECT_THAT(error_of([&] {
+                run_ranks(comms, [](Communicator& c) {
+                  reduce_scatter(Tensor::empty(c.device(), DType::f8e4m3, {c.size()}), c);
+                });
+              }),
+              HasSubstr("reduce_scatter: f8e4m3 tensors cannot be reduced (f32, f16, bf16 and i32 can)"));
 }
 
 TEST_P(CollectiveErrors, OverlapsThatAreNotTheInPlaceSlot) {
@@ -223,9 +229,22 @@ TEST_P(CollectiveErrors, AFailingRankStopsTheOthers) {
 
 TEST_P(CollectiveErrors, UseAfterDestroy) {
   std::vector<Communicator> comms = Communicator::emulated(world());
-  comms[0].destroy();
+  run_ranks(comms, [](Communicator& c) { c.destroy(); });
   EXPECT_THAT(error_of([&] { all_reduce(Tensor::empty(comms[0].device(), DType::f32, {4}), comms[0]); }),
               HasSubstr(fmt::format("all_reduce: emulated rank 0 of {} was destroyed", world())));
+}
+
+// Each rank's groups are valid, but the ranks disagree: the split they make says so.
+TEST(CollectiveGroups, RanksPassingDifferentGroupsAreAnError) {
+  std::vector<Communicator> comms = Communicator::emulated(4);
+  const RankGroups pairs = {{0, 1}, {2, 3}}, other_pairs = {{0, 2}, {1, 3}};
+  EXPECT_THAT(error_of([&] {
+                run_ranks(comms, [&](Communicator& c) {
+                  all_reduce(Tensor::empty(c.device(), DType::f32, {4}), c,
+                             reduce_options(ReduceOp::sum, c.rank() < 2 ? pairs : other_pairs));
+                });
+              }),
+              HasSubstr("every rank must pass the same groups"));
 }
 
 INSTANTIATE_TEST_SUITE_P(EmulatedRanks, CollectiveErrors, ::testing::Values(2, 4, 8),

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -25,6 +26,9 @@ using namespace tjops;
 using namespace tilejit::ops;
 
 inline constexpr DType kCollectiveDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i32};
+// all_gather copies any dtype.
+inline constexpr DType kGatherOnlyDTypes[] = {DType::i64, DType::i8, DType::i1, DType::f8e4m3, DType::f8e5m2,
+                                              DType::e8m0};
 inline constexpr ReduceOp kReduceOps[] = {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::average};
 
 // Options in one expression (designated initializers that leave members out warn under -Wextra).
@@ -111,12 +115,16 @@ inline Tensor poisoned_on(Device& device, DType dtype, const std::vector<int64_t
   return t;
 }
 
-// Per rank: values that make sums, maxima and averages informative in every dtype.
+// Per rank: values that make sums, maxima and averages informative in every dtype that
+// reduces; any bit pattern in the others.
 inline std::vector<Host> random_inputs(int world, DType dtype, int64_t n, Rng& rng) {
+  const bool reduces = std::find(std::begin(kCollectiveDTypes), std::end(kCollectiveDTypes), dtype) !=
+                       std::end(kCollectiveDTypes);
   std::vector<Host> inputs;
   for (int r = 0; r < world; ++r)
-    inputs.push_back(is_integer(dtype) ? random_host(dtype, static_cast<size_t>(n), rng, -1000, 1000)
-                                       : random_host(dtype, static_cast<size_t>(n), rng, -4, 4));
+    inputs.push_back(!reduces            ? random_full_range(dtype, static_cast<size_t>(n), rng)
+                     : is_integer(dtype) ? random_host(dtype, static_cast<size_t>(n), rng, -1000, 1000)
+                                         : random_host(dtype, static_cast<size_t>(n), rng, -4, 4));
   return inputs;
 }
 

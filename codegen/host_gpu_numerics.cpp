@@ -4,7 +4,9 @@
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
 
+#include <limits>
 #include <vector>
 
 #include "codegen/host_compiler.h"
@@ -56,6 +58,41 @@ void order_zeros_in_min_max(llvm::Module& m) {
   }
 }
 
+// x with a subnormal magnitude replaced by zero of its sign.
+llvm::Value* flush_subnormal(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* tiny = b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                                      llvm::ConstantFP::get(x->getType(), std::numeric_limits<float>::min()));
+  return b.CreateSelect(tiny, b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, llvm::ConstantFP::getZero(x->getType()), x), x);
+}
+
+// The add becomes a compare-and-swap loop over the word's bits that flushes as the GPU does. It
+// starts from a guess (0) rather than a load, so every access it makes is atomic.
+void flush_subnormals_in_f32_atomic_add(llvm::Module& m) {
+  auto adds = find_all<llvm::AtomicRMWInst>(m, [](llvm::AtomicRMWInst& a) {
+    return a.getOperation() == llvm::AtomicRMWInst::FAdd && a.getType()->isFloatTy();
+  });
+  for (llvm::AtomicRMWInst* add : adds) {
+    llvm::BasicBlock* before = add->getParent();
+    llvm::BasicBlock* after = llvm::SplitBlock(before, add);
+    llvm::BasicBlock* loop = llvm::BasicBlock::Create(m.getContext(), "atomic_add_f32", before->getParent(), after);
+    before->getTerminator()->setSuccessor(0, loop);
+    llvm::IRBuilder<> b(loop);
+    llvm::PHINode* expected = b.CreatePHI(b.getInt32Ty(), 2);
+    expected->addIncoming(b.getInt32(0), before);
+    llvm::Value* old = b.CreateBitCast(expected, b.getFloatTy());
+    llvm::Value* sum =
+        flush_subnormal(b, b.CreateFAdd(flush_subnormal(b, old), flush_subnormal(b, add->getValOperand())));
+    auto* swap = b.CreateAtomicCmpXchg(add->getPointerOperand(), expected, b.CreateBitCast(sum, b.getInt32Ty()),
+                                       add->getAlign(), add->getOrdering(),
+                                       llvm::AtomicCmpXchgInst::getStrongestFailureOrdering(add->getOrdering()),
+                                       add->getSyncScopeID());
+    expected->addIncoming(b.CreateExtractValue(swap, 0), loop);
+    b.CreateCondBr(b.CreateExtractValue(swap, 1), after, loop);
+    add->replaceAllUsesWith(old);
+    add->eraseFromParent();
+  }
+}
+
 void fuse_bf16_once(llvm::Module& m) {
   auto calls = find_all<llvm::IntrinsicInst>(m, [](llvm::IntrinsicInst& c) {
     return c.getIntrinsicID() == llvm::Intrinsic::fma && c.getType()->isBFloatTy();
@@ -76,6 +113,7 @@ void match_gpu_numerics(llvm::Module& m) {
   convert_integers_to_bf16_exactly(m);
   order_zeros_in_min_max(m);
   fuse_bf16_once(m);
+  flush_subnormals_in_f32_atomic_add(m);
 }
 
 }  // namespace tilejit::codegen

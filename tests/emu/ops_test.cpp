@@ -1703,6 +1703,29 @@ JitKernel& atomic_kernel() {
 
 class Atomics : public ::testing::TestWithParam<DType> {};
 
+// atom.add.f32 flushes subnormal inputs and its result to zero of the same sign (the PTX ISA), and
+// the emulator adds as the GPU does: a subnormal addend adds nothing, and a sum that lands in the
+// subnormal range stores a signed zero. The old values come back as they were.
+TEST(AtomicAddF32, FlushesSubnormalsAsTheGpu) {
+  static JitKernel k(define_kernel("atomic_add_subnormals", {"p", "v", "olds"}, {},
+                                   [](const Constants&, Ptr<DType::f32> p, Ptr<DType::f32> v, Ptr<DType::f32> olds) {
+                                     Tile offs = arange(0, 4);
+                                     store(olds + offs, atomic_add(p + offs, load(v + offs)));
+                                   }));
+  Host p(DType::f32, 4), v(DType::f32, 4);
+  const LD before[4] = {0, 1.5e-38L, -1.5e-38L, 2}, added[4] = {1e-40L, -1.4e-38L, 1.4e-38L, 3};
+  for (size_t i = 0; i < 4; ++i) p.set(i, before[i]), v.set(i, added[i]);
+  Tensor tp = upload(p), olds = poisoned(DType::f32, {4});
+  bind(k, {{"num_warps", 1}}).launch(stream(), {1}, tp, upload(v), olds);
+  Host after = download(tp);
+  const LD want[4] = {0, 0, -0.0L, 5};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(after.get(i), want[i]) << i;
+    EXPECT_EQ(std::signbit(after.get(i)), std::signbit(want[i])) << i;
+    EXPECT_EQ(download(olds).get(i), p.get(i)) << "old value " << i;
+  }
+}
+
 TEST_P(Atomics, AddMaxCasFromManyPrograms) {
   TJ_SEEDED_RNG(rng);
   DType d = GetParam();

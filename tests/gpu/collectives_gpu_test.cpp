@@ -58,6 +58,8 @@ TEST_F(NcclOnGpu, AllGatherEveryOption) {
     for (bool tiled : {false, true})
       for (int axis : {0, 1, -1})
         for (Mode mode : kModes) check_all_gather(comms, {{3, 2, 5}, dtype, gather_options(axis, tiled), mode}, rng);
+  for (DType dtype : kGatherOnlyDTypes)  // gathered as bytes
+    check_all_gather(comms, {{3, 2, 5}, dtype, gather_options(1, true), Mode::into_out}, rng);
 }
 
 TEST_F(NcclOnGpu, AllReduceEveryOption) {

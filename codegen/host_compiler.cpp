@@ -25,9 +25,6 @@ namespace tilejit::codegen {
 namespace {
 
 constexpr const char* kEntryName = "tilejit_emu_entry";
-constexpr unsigned kGlobalSpace = 1;
-constexpr unsigned kSharedSpace = 3;
-constexpr unsigned kClusterSharedSpace = 7;  // shared::cluster: any CTA of the cluster's
 
 void initialize_host_target() {
   static std::once_flag once;

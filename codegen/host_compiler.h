@@ -25,6 +25,11 @@
 
 namespace tilejit::codegen {
 
+// NVPTX's address spaces, as the kernels' IR uses them.
+inline constexpr unsigned kGlobalSpace = 1;
+inline constexpr unsigned kSharedSpace = 3;
+inline constexpr unsigned kClusterSharedSpace = 7;  // shared::cluster: any CTA of the cluster's
+
 // Flags passed to the access checks.
 enum HostAccessFlags : uint32_t { kAccessWrite = 1, kAccessAtomic = 2 };
 

@@ -66,10 +66,12 @@ llvm::Value* flush_subnormal(llvm::IRBuilder<>& b, llvm::Value* x) {
 }
 
 // The add becomes a compare-and-swap loop over the word's bits that flushes as the GPU does. It
-// starts from a guess (0) rather than a load, so every access it makes is atomic.
+// starts from a guess (0) rather than a load, so every access it makes is atomic. Only in global
+// memory: atom.shared.add.f32 keeps subnormals.
 void flush_subnormals_in_f32_atomic_add(llvm::Module& m) {
   auto adds = find_all<llvm::AtomicRMWInst>(m, [](llvm::AtomicRMWInst& a) {
-    return a.getOperation() == llvm::AtomicRMWInst::FAdd && a.getType()->isFloatTy();
+    return a.getOperation() == llvm::AtomicRMWInst::FAdd && a.getType()->isFloatTy() &&
+           a.getPointerAddressSpace() == kGlobalSpace;
   });
   for (llvm::AtomicRMWInst* add : adds) {
     llvm::BasicBlock* before = add->getParent();

@@ -14,8 +14,8 @@ namespace tilejit::codegen {
 // - minnum / maxnum of two zeros order -0 below +0, as PTX's min and max do; LLVM lets either
 //   zero come back, and x86 returns one operand by position.
 // - fma on bf16 rounds once (fma.rn.bf16); x86 fuses in f32 and rounds again.
-// - an f32 atomic add flushes subnormal inputs and its result to zero of the same sign
-//   (atom.add.f32, as the PTX ISA says); x86 keeps them.
+// - an f32 atomic add in global memory flushes subnormal inputs and its result to zero of the
+//   same sign (atom.global.add.f32, as the PTX ISA says; shared memory keeps them); x86 keeps them.
 void match_gpu_numerics(llvm::Module& m);
 
 }  // namespace tilejit::codegen

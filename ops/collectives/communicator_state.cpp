@@ -55,23 +55,13 @@ void Communicator::State::abort(const std::string& reason) {
 
 void Communicator::State::begin_destroy() {
   if (destroyed.exchange(true)) return;
-  std::vector<std::shared_ptr<State>> groups;
-  {
-    std::lock_guard lock(mutex);
-    for (auto& [members, group] : group_communicators) groups.push_back(group);
-  }
-  for (auto& group : groups) group->begin_destroy();
+  for (auto& group : groups()) group->begin_destroy();
   backend->begin_destroy();
 }
 
 bool Communicator::State::destroy_finished() {
-  std::vector<std::shared_ptr<State>> groups;
-  {
-    std::lock_guard lock(mutex);
-    for (auto& [members, group] : group_communicators) groups.push_back(group);
-  }
   bool finished = backend->destroy_finished();
-  for (auto& group : groups) finished = group->destroy_finished() && finished;
+  for (auto& group : groups()) finished = group->destroy_finished() && finished;
   return finished;
 }
 
@@ -115,7 +105,7 @@ void Communicator::State::add_group(const RankGroups& groups, const std::shared_
 void Communicator::State::synchronize(Stream& stream) {
   RankBackend& rank = live("synchronize");
   try {
-    rank.synchronize(stream);
+    rank.synchronize(stream, [&] { check_group_errors(); });
     check_async_errors();
   } catch (const Error& e) {
     abort(e.what());
@@ -125,12 +115,18 @@ void Communicator::State::synchronize(Stream& stream) {
 
 void Communicator::State::check_async_errors() {
   live("check_async_error").check_async_error();
-  std::vector<std::shared_ptr<State>> groups;
-  {
-    std::lock_guard lock(mutex);
-    for (auto& [members, group] : group_communicators) groups.push_back(group);
-  }
-  for (auto& group : groups) group->live("check_async_error").check_async_error();
+  check_group_errors();
+}
+
+void Communicator::State::check_group_errors() {
+  for (auto& group : groups()) group->live("check_async_error").check_async_error();
+}
+
+std::vector<std::shared_ptr<Communicator::State>> Communicator::State::groups() {
+  std::lock_guard lock(mutex);
+  std::vector<std::shared_ptr<State>> made;
+  for (auto& [members, group] : group_communicators) made.push_back(group);
+  return made;
 }
 
 GroupView group_place(Communicator::State& state, const RankGroups& groups, const char* op) {

@@ -36,17 +36,23 @@ struct Communicator::State {
   void destroy();
   // Keeps `child` (made from this one) so that abort() reaches it.
   void adopt(const std::shared_ptr<State>& child);
-  // Keeps the communicator made for `groups`, so that abort() and check_async_errors() reach it.
+  // Keeps the communicator made for `groups`, so that abort(), check_async_errors(),
+  // synchronize() and destroying reach it.
   void add_group(const RankGroups& groups, const std::shared_ptr<State>& group);
   // Throws the first asynchronous error of this communicator or of those made for groups,
   // whose collectives the caller's calls ran on.
   void check_async_errors();
-  // Waits for the collectives on `stream` within the timeout, then checks for asynchronous
-  // errors; on a failure aborts this communicator and those made from it (their collectives
-  // may be what is stuck on the stream) and throws.
+  // Waits for the collectives on `stream` within the timeout, checking for asynchronous errors
+  // (also those of the communicators made for groups) while it waits; on a failure aborts this
+  // communicator and those made from it (their collectives may be what is stuck on the stream)
+  // and throws.
   void synchronize(Stream& stream);
 
  private:
+  // Throws the first asynchronous error of the communicators made for groups.
+  void check_group_errors();
+  // The communicators made for groups so far.
+  std::vector<std::shared_ptr<State>> groups();
   // Begins the destroy of the communicators made for groups and of this one, once.
   void begin_destroy();
   // Whether every one begun has finished (freed), checking each once; throws on an error.

@@ -90,7 +90,10 @@ class EmulatedRank final : public RankBackend {
     std::string reason = world_->abort_reason();
     if (!reason.empty()) fail("{}: the communicator was aborted: {}", describe(), reason);
   }
-  void synchronize(Stream&) override { check_async_error(); }
+  void synchronize(Stream&, const std::function<void()>& check_others) override {
+    check_async_error();
+    check_others();
+  }
   void abort(const std::string& reason) override { world_->abort(reason); }
   void begin_destroy() override { world_->begin_finalize(rank_); }
   bool destroy_finished() override { return world_->finalized(); }

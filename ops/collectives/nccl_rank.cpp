@@ -42,7 +42,9 @@ class NcclRank final : public RankBackend {
   }
 
   void check_async_error() override { comm_->check_async_error(); }
-  void synchronize(Stream& stream) override { comm_->synchronize(stream); }
+  void synchronize(Stream& stream, const std::function<void()>& check_others) override {
+    comm_->synchronize(stream, check_others);
+  }
   void abort(const std::string& reason) override { comm_->abort(reason); }
   void begin_destroy() override { comm_->begin_destroy(); }
   bool destroy_finished() override { return comm_->destroy_finished(); }

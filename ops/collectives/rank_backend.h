@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,7 +37,10 @@ class RankBackend {
   virtual void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, Stream& stream) = 0;
 
   virtual void check_async_error() = 0;
-  virtual void synchronize(Stream& stream) = 0;
+  // Waits for the work on `stream` within the timeout, calling `check_others` while it waits: it
+  // throws the asynchronous error of another communicator whose work is on the stream (those
+  // made for groups), which would otherwise keep the stream busy until the timeout.
+  virtual void synchronize(Stream& stream, const std::function<void()>& check_others) = 0;
   // Safe from any thread.
   virtual void abort(const std::string& reason) = 0;
 

@@ -294,7 +294,7 @@ void NcclComm::check_async_error() {
   if (result != ncclInProgress) finish(result, "ncclCommGetAsyncError", lock);
 }
 
-void NcclComm::synchronize(Stream& stream) {
+void NcclComm::synchronize(Stream& stream, const std::function<void()>& check_others) {
   CUstream s = stream_handle(stream, *device_, "synchronize");
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + timeout_;
@@ -302,6 +302,7 @@ void NcclComm::synchronize(Stream& stream) {
     make_current();
     CUresult r = cuda::driver().cuStreamQuery(s);
     check_async_error();
+    check_others();
     if (r == CUDA_SUCCESS) return;
     if (r != CUDA_ERROR_NOT_READY) cuda::fail_call(r, "cuStreamQuery", describe());
     if (Clock::now() >= deadline) {

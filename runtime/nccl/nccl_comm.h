@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,9 +68,11 @@ class NcclComm {
 
   // Throws if NCCL reported an asynchronous error (the communicator is aborted then).
   void check_async_error();
-  // Waits for the work on `stream`, checking for asynchronous errors; aborts and throws after
-  // the timeout.
-  void synchronize(Stream& stream);
+  // Waits for the work on `stream`, checking for asynchronous errors (this communicator's, and
+  // with `check_others` those of the other communicators with work on the stream); aborts and
+  // throws after the timeout. An error check_others throws passes through, and its caller
+  // aborts what it must.
+  void synchronize(Stream& stream, const std::function<void()>& check_others);
   // Stops the communicator's work at once; later calls throw. Safe from any thread: a call
   // polling on another thread returns with an error naming `reason`.
   void abort(const std::string& reason);

@@ -30,7 +30,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <new>
+#include <exception>
 #include <set>
 
 #include "codegen/compiler.h"
@@ -204,9 +204,7 @@ std::shared_ptr<const CachePack> CachePack::open_unchecked(const std::string& pa
   std::string index;
   try {
     index.resize(header.index_length);
-  } catch (const std::bad_alloc&) {  // a damaged length in a big (or sparse) file
-    fail("cache pack {} is damaged: its index of {} bytes does not fit in memory", path, header.index_length);
-  } catch (const std::length_error&) {
+  } catch (const std::exception&) {  // bad_alloc or length_error: a damaged length in a big (or sparse) file
     fail("cache pack {} is damaged: its index of {} bytes does not fit in memory", path, header.index_length);
   }
   if (!file_io::read_exact_at(fd.get(), header.index_offset, index.data(), index.size()))

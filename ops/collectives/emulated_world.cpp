@@ -50,15 +50,12 @@ EmulatedWorld::Membership EmulatedWorld::split(int rank, int color, int key) {
 
 void EmulatedWorld::begin_finalize(int rank) {
   std::lock_guard lock(mutex_);
-  if (!finalizing_[static_cast<size_t>(rank)]) {
-    finalizing_[static_cast<size_t>(rank)] = true;
-    ++finalizing_count_;
-  }
+  finalizing_[static_cast<size_t>(rank)] = true;
 }
 
 bool EmulatedWorld::finalized() const {
   std::lock_guard lock(mutex_);
-  return finalizing_count_ == size_ || !abort_reason_.empty();
+  return std::all_of(finalizing_.begin(), finalizing_.end(), [](bool f) { return f; }) || !abort_reason_.empty();
 }
 
 void EmulatedWorld::abort(const std::string& reason) {

@@ -77,8 +77,7 @@ class EmulatedWorld {
   std::vector<bool> arrived_;
   int arrivals_ = 0;
   Round completed_;
-  std::vector<bool> finalizing_;
-  int finalizing_count_ = 0;
+  std::vector<bool> finalizing_;  // begin_finalize() was called, by rank
   std::string abort_reason_;
 };
 

@@ -140,15 +140,25 @@ void NcclComm::abort_locked(const std::string& reason) {
     log::warn("{}", describe_failure(r, "ncclCommAbort", nullptr));
 }
 
+int NcclComm::async_state() {
+  ncclResult_t state = ncclInProgress;
+  const ncclResult_t query = api().ncclCommGetAsyncError(comm_, &state);
+  return query == ncclSuccess ? state : query;
+}
+
+void NcclComm::abort_and_fail(int result, const char* call) {
+  const std::string failure = describe_failure(static_cast<ncclResult_t>(result), call, comm_);
+  abort_locked(failure);
+  fail("{} ({}); the communicator was aborted", failure, describe());
+}
+
 void NcclComm::finish(int result_code, const char* call, std::unique_lock<std::mutex>& lock) {
   auto result = static_cast<ncclResult_t>(result_code);
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + timeout_;
   while (result == ncclInProgress) {
     if (!comm_) fail("{}: {} ended: the communicator was {}", describe(), call, ended_);
-    ncclResult_t state = ncclInProgress;
-    ncclResult_t query = api().ncclCommGetAsyncError(comm_, &state);
-    result = query == ncclSuccess ? state : query;
+    result = static_cast<ncclResult_t>(async_state());
     if (result != ncclInProgress) break;
     if (Clock::now() >= deadline) {
       abort_locked(fmt::format("{} timed out", call));
@@ -159,10 +169,7 @@ void NcclComm::finish(int result_code, const char* call, std::unique_lock<std::m
     pause_between_polls(started);
     lock.lock();
   }
-  if (result == ncclSuccess) return;
-  std::string failure = describe_failure(result, call, comm_);
-  abort_locked(failure);
-  fail("{} ({}); the communicator was aborted", failure, describe());
+  if (result != ncclSuccess) abort_and_fail(result, call);
 }
 
 void NcclComm::read_rank_and_size() {
@@ -287,11 +294,8 @@ void NcclComm::all_reduce(const void* send, void* recv, size_t count, DType dtyp
 
 void NcclComm::check_async_error() {
   std::unique_lock lock(mutex_);
-  ncclComm* comm = live("ncclCommGetAsyncError");
-  ncclResult_t state = ncclSuccess;
-  ncclResult_t query = api().ncclCommGetAsyncError(comm, &state);
-  ncclResult_t result = query == ncclSuccess ? state : query;
-  if (result != ncclInProgress) finish(result, "ncclCommGetAsyncError", lock);
+  live("ncclCommGetAsyncError");
+  if (int result = async_state(); result != ncclInProgress) finish(result, "ncclCommGetAsyncError", lock);
 }
 
 void NcclComm::synchronize(Stream& stream, const std::function<void()>& check_others) {
@@ -325,10 +329,7 @@ void NcclComm::begin_destroy() {
   make_current();
   const ncclResult_t r = api().ncclCommFinalize(comm_);
   finalizing_ = true;
-  if (r == ncclSuccess || r == ncclInProgress) return;
-  const std::string failure = describe_failure(r, "ncclCommFinalize", comm_);
-  abort_locked(failure);
-  fail("{} ({}); the communicator was aborted", failure, describe());
+  if (r != ncclSuccess && r != ncclInProgress) abort_and_fail(r, "ncclCommFinalize");
 }
 
 bool NcclComm::destroy_finished() {
@@ -336,15 +337,9 @@ bool NcclComm::destroy_finished() {
   if (!comm_) return true;
   TJ_CHECK(finalizing_);
   make_current();
-  ncclResult_t state = ncclInProgress;
-  const ncclResult_t query = api().ncclCommGetAsyncError(comm_, &state);
-  const ncclResult_t result = query == ncclSuccess ? state : query;
+  const auto result = static_cast<ncclResult_t>(async_state());
   if (result == ncclInProgress) return false;
-  if (result != ncclSuccess) {
-    const std::string failure = describe_failure(result, "ncclCommFinalize", comm_);
-    abort_locked(failure);
-    fail("{} ({}); the communicator was aborted", failure, describe());
-  }
+  if (result != ncclSuccess) abort_and_fail(result, "ncclCommFinalize");
   ncclComm* comm = comm_;
   comm_ = nullptr;
   ended_ = "destroyed";

@@ -91,6 +91,10 @@ class NcclComm {
   // Turns the result of `call` into success or a tilejit::Error, polling while it is in progress.
   void finish(int result, const char* call, std::unique_lock<std::mutex>& lock);
   void read_rank_and_size();
+  // comm_'s asynchronous state: ncclInProgress, ncclSuccess or its error (mutex_ held).
+  int async_state();
+  // Aborts comm_ and throws the failure of `call` with `result` (mutex_ held).
+  [[noreturn]] void abort_and_fail(int result, const char* call);
   void abort_locked(const std::string& reason);
 
   Device* device_;

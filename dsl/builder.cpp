@@ -21,10 +21,14 @@ constexpr int64_t kMaxTileElements = int64_t{1} << 20;
 
 void check_shape(const Shape& shape, std::string_view op, const SourceLoc& loc) {
   int64_t n = 1;
+  bool wrapped = false;  // large powers of two can wrap the product around
   for (int64_t d : shape) {
     if (!is_pow2(d)) user_error(op, loc, "tile dims must be powers of two, got shape {}", ir::shape_str(shape));
-    n *= d;
+    wrapped = wrapped || __builtin_mul_overflow(n, d, &n);
   }
+  if (wrapped)
+    user_error(op, loc, "tile of shape {} has more than 2^63 elements (at most {})", ir::shape_str(shape),
+               kMaxTileElements);
   if (n > kMaxTileElements)
     user_error(op, loc, "tile of shape {} has {} elements (at most {})", ir::shape_str(shape), n, kMaxTileElements);
 }
@@ -319,6 +323,9 @@ Tile full(const Shape& shape, double value, DType dtype, Loc l) {
   ir::Type type{dtype, false, shape};
   if (is_integer(dtype)) {
     if (value != std::trunc(value)) user_error("full", at(l), "value {} is not an integer for dtype {}", value, dtype_name(dtype));
+    // [-2^63, 2^63): beyond it the conversion to int64 is undefined (x86 gives INT64_MIN).
+    if (!(value >= -0x1p63 && value < 0x1p63))
+      user_error("full", at(l), "value {} does not fit dtype {}", value, dtype_name(dtype));
     return constant(static_cast<int64_t>(value), type, "full", at(l));
   }
   if (!is_arithmetic(dtype)) user_error("full", at(l), "dtype {} cannot hold constants; build f32 and cast", dtype_name(dtype));
@@ -431,6 +438,8 @@ Tile where(const Operand& cond, const Operand& a, const Operand& b, Loc l) {
 Tile cdiv(const Operand& a, const Operand& b, Loc l) {
   // The intermediate tiles are operands created here: give them the caller's location.
   Tile total = a + b;
+  if (!is_integer(total.dtype()) || total.is_pointer())
+    user_error("cdiv", at(l), "operands must be integers, got {} and {}", a.describe(), b.describe());
   Tile numerator = Operand(total, l) - Operand(1, l);
   return Operand(numerator, l) / b;
 }
@@ -561,13 +570,30 @@ Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterSha
   return block;
 }
 
+namespace {
+
+// A store's operands: the value and mask broadcast to the pointer's shape, never the pointer to
+// theirs, which would store several values to one address (one of them wins, which one
+// differs between a GPU and the emulator).
+std::vector<Tile> store_operands(const Tile& ptr, const Operand& value, const Tile* mask, const SourceLoc& loc) {
+  auto t = memory_operands("store", ptr, {&value}, mask, loc);
+  if (t[0].shape() != ptr.shape())
+    user_error("store", loc,
+               "the value ({}){} would broadcast the pointer ({}) to {}, storing several values to one address",
+               value.describe(), mask ? fmt::format(" or the mask ({})", mask->type().str()) : "", ptr.type().str(),
+               ir::shape_str(t[0].shape()));
+  return t;
+}
+
+}  // namespace
+
 void store(const Tile& ptr, const Operand& value, Loc l) {
-  auto t = memory_operands("store", ptr, {&value}, nullptr, at(l));
+  auto t = store_operands(ptr, value, nullptr, at(l));
   append_op(OpKind::store, {t[0].value(), t[1].value()}, {}, at(l));
 }
 
 void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc l) {
-  auto t = memory_operands("store", ptr, {&value}, &mask, at(l));
+  auto t = store_operands(ptr, value, &mask, at(l));
   append_op(OpKind::store, {t[0].value(), t[1].value(), t[2].value()}, {}, at(l));
 }
 

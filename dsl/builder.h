@@ -90,6 +90,8 @@ Tile bitcast(const Tile& x, DType to, Loc loc = Loc::current());  // same bit wi
 Tile load(const Tile& ptr, Loc loc = Loc::current());
 Tile load(const Tile& ptr, const Tile& mask, Loc loc = Loc::current());
 Tile load(const Tile& ptr, const Tile& mask, const Operand& other, Loc loc = Loc::current());
+// The value and mask broadcast to the pointer's shape; one with more elements than the pointer
+// is an error (it would store several values to one address).
 void store(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
 // The block of a TensorDesc's tensor whose first element is at `offsets` (one i32 per dim of
@@ -139,7 +141,9 @@ Tile dot(const Tile& a, const Tile& b, Loc loc = Loc::current());
 
 // --- control flow ------------------------------------------------------------------------
 // for i in range(lb, ub, step) with loop-carried tiles: the body receives the induction
-// variable and the carried values and returns their next values (same types).
+// variable and the carried values and returns their next values (same types). The step must
+// be positive (a literal one is checked; a tile's is the kernel's to guarantee: a step of 0
+// never ends), and i + step must not pass the bounds' integer type.
 using LoopBody = std::function<std::vector<Tile>(Tile, std::vector<Tile>)>;
 std::vector<Tile> for_range(const Operand& lb, const Operand& ub, const Operand& step,
                             std::vector<Tile> init, const LoopBody& body, Loc loc = Loc::current());

@@ -158,6 +158,9 @@ struct Param {
 };
 
 inline constexpr int kMaxClusterCtas = 8;  // CTAs in a portable thread-block cluster (sm_90)
+// Pipeline stages a kernel may ask for: each one is a shared-memory copy of a loop's blocks
+// and an unrolled prologue step, so more than this never fits a GPU and only slows the compile.
+inline constexpr int kMaxStages = 16;
 
 class Function {
  public:

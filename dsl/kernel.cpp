@@ -1,11 +1,26 @@
 #include "dsl/kernel.h"
 
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "dsl/trace.h"
 #include "dsl/verifier.h"
 
 namespace tilejit::dsl {
+namespace {
+
+// A letter or '_', then letters, digits and '_'.
+bool is_identifier(std::string_view name) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  return !name.empty() && letter(name[0]) && std::all_of(name.begin(), name.end(), [&](char c) {
+    return letter(c) || std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+}  // namespace
 
 int64_t Constants::operator[](std::string_view name) const {
   for (auto& [key, value] : values)
@@ -26,8 +41,19 @@ Kernel::Kernel(std::string name, std::vector<ir::Param> params, std::vector<Cons
       constants_(std::move(constants)),
       body_(std::move(body)),
       origin_(std::move(origin)) {
-  for (auto& p : params_)
+  // The IR text names parameters and constants by these names, and it is what the kernel
+  // caches key on: two kernels whose names collide there would share a compiled image.
+  std::set<std::string_view> seen;
+  for (auto& p : params_) {
+    if (!is_identifier(p.name)) fail("kernel {}: parameter name '{}' is not an identifier", name_, p.name);
+    if (!seen.insert(p.name).second) fail("kernel {}: two parameters are named '{}'", name_, p.name);
     if (p.type.is_tile()) fail("kernel {}: parameter '{}' must be a scalar or a pointer", name_, p.name);
+  }
+  seen.clear();
+  for (auto& c : constants_) {
+    if (!is_identifier(c.name)) fail("kernel {}: constant name '{}' is not an identifier", name_, c.name);
+    if (!seen.insert(c.name).second) fail("kernel {}: the constant '{}' is declared twice", name_, c.name);
+  }
   auto declare_default = [&](const char* key, int64_t value) {
     for (auto& c : constants_)
       if (c.name == key) return;
@@ -76,15 +102,18 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
   if (!facts.empty() && facts.size() != params_.size())
     fail("kernel {}: {} specialization facts for {} parameters", name_, facts.size(), params_.size());
   auto fn = std::make_unique<ir::Function>();
+  detail::TraceState state{fn.get(), &fn->body};
+  detail::TraceGuard guard(state);  // from here: the arguments' tiles belong to this trace
   fn->name = name_;
   fn->params = params_;
   fn->constants = constants.values;
-  fn->num_warps = static_cast<int>(constants["num_warps"]);
-  fn->num_stages = static_cast<int>(constants["num_stages"]);
-  int nw = fn->num_warps;
+  const int64_t nw = constants["num_warps"], stages = constants["num_stages"];
   if (nw < 1 || nw > 32 || (nw & (nw - 1)))
     fail("kernel {}: num_warps must be a power of two in [1, 32], got {}", name_, nw);
-  if (fn->num_stages < 1) fail("kernel {}: num_stages must be >= 1, got {}", name_, fn->num_stages);
+  if (stages < 1 || stages > ir::kMaxStages)
+    fail("kernel {}: num_stages must be in [1, {}], got {}", name_, ir::kMaxStages, stages);
+  fn->num_warps = static_cast<int>(nw);
+  fn->num_stages = static_cast<int>(stages);
   for (auto [name, flag] : {std::pair{"warp_specialize", &fn->warp_specialize}, std::pair{"pingpong", &fn->pingpong}}) {
     if (!constants.has(name)) continue;
     int64_t value = constants[name];
@@ -124,11 +153,7 @@ std::unique_ptr<ir::Function> Kernel::trace(const Constants& constants,
     fn->body.args.push_back(v);
     args.emplace_back(v);
   }
-  detail::TraceState state{fn.get(), &fn->body};
-  {
-    detail::TraceGuard guard(state);
-    body_(constants, args);
-  }
+  body_(constants, args);
   verify(*fn);
   return fn;
 }

@@ -1,9 +1,18 @@
 #include "dsl/trace.h"
 
+#include <atomic>
+
 namespace tilejit::dsl::detail {
 namespace {
 thread_local TraceState* g_current = nullptr;
 }  // namespace
+
+uint64_t new_trace_serial() {
+  static std::atomic<uint64_t> count{0};
+  return ++count;
+}
+
+uint64_t current_trace_serial() { return g_current ? g_current->serial : 0; }
 
 TraceState& current_trace(std::string_view op, const SourceLoc& loc) {
   if (!g_current) user_error(op, loc, "DSL ops can only be used while a kernel is being traced");

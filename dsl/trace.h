@@ -2,15 +2,20 @@
 // op builders share to append ops with checked operands.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "dsl/tile.h"
 
 namespace tilejit::dsl::detail {
 
+// A new number for each trace of the process, never 0.
+uint64_t new_trace_serial();
+
 struct TraceState {
   ir::Function* function = nullptr;
   ir::Block* block = nullptr;  // where new ops go
+  uint64_t serial = new_trace_serial();
 };
 
 // The trace running on this thread; throws if an op is used outside a kernel trace.

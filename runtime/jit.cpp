@@ -79,6 +79,8 @@ constexpr uint32_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
 // kernel was compiled for, which a caller may give or leave out, but not contradict.
 LaunchDims launch_dims(const KernelReport& report, const LaunchDims& dims) {
   const Dim3 &needed = report.cluster, &given = dims.cluster, &grid = dims.grid;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    fail("launch of {}: empty grid ({}, {}, {}); each dim must be at least 1", report.name, grid.x, grid.y, grid.z);
   if (grid.x > kMaxGridX || grid.y > kMaxGridYZ || grid.z > kMaxGridYZ)
     fail("launch of {}: grid ({}, {}, {}) exceeds what a GPU launches ({} programs along x, {} along y and z)",
          report.name, grid.x, grid.y, grid.z, kMaxGridX, kMaxGridYZ);

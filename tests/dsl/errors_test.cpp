@@ -72,6 +72,13 @@ TEST(DslErrors, BroadcastingBeyondTheTileSizeLimit) {
   });
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "full: tile of shape 2048x1024 has 2097152 elements");
+
+  // Dims whose product wraps around 64 bits (to 0 here) are refused all the same.
+  msg = trace_error({}, [&](const Constants&) {
+    line = __LINE__; (void)zeros({int64_t{1} << 32, int64_t{1} << 32}, f32);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "full: tile of shape 4294967296x4294967296 has more than 2^63 elements");
 }
 
 TEST(DslErrors, DtypeMismatchBetweenTiles) {
@@ -141,6 +148,18 @@ TEST(DslErrors, IntegerLiteralThatDoesNotFitItsDtype) {
   });
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "integer literal 511 does not fit dtype i8 (-128 to 255)");
+
+  // An unsigned literal above INT64_MAX would wrap to a negative one (x < -1, always false).
+  msg = trace_error({}, [&](const Constants&) {
+    Tile wide = cast(arange(0, 64), i64);
+    line = __LINE__; (void)(wide < std::numeric_limits<uint64_t>::max());
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "unsigned literal 18446744073709551615 does not fit a signed 64-bit literal");
+  auto k = define_kernel("k", {"x"}, {}, [](const Constants&, Ptr<i64> x) {
+    store(x + arange(0, 16), cast(arange(0, 16), i64) & uint64_t{INT64_MAX});  // the largest that fits
+  });
+  EXPECT_NO_THROW(k.trace(k.constants()));
 }
 
 TEST(DslErrors, FloatLiteralWithAnIntegerTile) {
@@ -188,6 +207,16 @@ TEST(DslErrors, NumbersAloneHaveNoDtype) {
 }
 
 // --- index tiles, constants, shapes -------------------------------------------------------
+
+// cdiv is a ceiling of integers: (a + b - 1) / b in floating point is not one.
+TEST(DslErrors, CdivOfFloats) {
+  int line = 0;
+  std::string msg = trace_error({}, [&](const Constants&) {
+    line = __LINE__; (void)cdiv(cast(arange(0, 16), f32), 4.0);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "cdiv: operands must be integers, got tile<16xf32> and literal 4");
+}
 
 TEST(DslErrors, ArangeLengthNotAPowerOfTwo) {
   int line = 0;
@@ -240,6 +269,20 @@ TEST(DslErrors, FullShapesAndDtypes) {
     EXPECT_ERROR_AT(msg, kFile, line);
     EXPECT_CONTAINS(msg, fmt::format("full: dtype {} cannot hold constants; build f32 and cast", dtype_name(d)));
   }
+
+  // A float beyond int64 has no integer value to convert to (x86 would give INT64_MIN).
+  for (double v : {1e19, -1e19, std::numeric_limits<double>::infinity()}) {
+    msg = trace_error({}, [&](const Constants&) {
+      line = __LINE__; (void)full({16}, v, i64);
+    });
+    EXPECT_ERROR_AT(msg, kFile, line);
+    EXPECT_CONTAINS(msg, fmt::format("full: value {} does not fit dtype i64", v));
+  }
+  msg = trace_error({}, [&](const Constants&) {
+    line = __LINE__; (void)scalar(1e30, i32);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "full: value 1e+30 does not fit dtype i32");
 }
 
 TEST(DslErrors, ReshapeElementCountMismatch) {
@@ -559,6 +602,29 @@ TEST(DslErrors, StoreThroughANonPointer) {
   });
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "store: expects a pointer or a tile of pointers, got i32");
+}
+
+// A store writes each of the pointer's addresses once: a value or mask with more elements than
+// the pointer would store several values to one address.
+TEST(DslErrors, StoreThatWouldBroadcastThePointer) {
+  int line = 0;
+  std::string msg = trace_error({"y"}, [&](const Constants&, Ptr<f32> y) {
+    line = __LINE__; store(y, cast(arange(0, 128), f32));
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "store: the value (tile<128xf32>) would broadcast the pointer (ptr<f32>) to 128, storing "
+                       "several values to one address");
+  msg = trace_error({"y"}, [&](const Constants&, Ptr<f32> y) {
+    line = __LINE__; store(y + expand_dims(arange(0, 16), 1), 1.0, expand_dims(arange(0, 16), 0) < 8);
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "or the mask (tile<1x16xi1>) would broadcast the pointer (tile<16x1xptr<f32>>) to 16x16");
+  // Values and masks smaller than the pointer broadcast to it.
+  auto k = define_kernel("k", {"y"}, {}, [](const Constants&, Ptr<f32> y) {
+    Tile rows = expand_dims(arange(0, 16), 1), cols = expand_dims(arange(0, 16), 0);
+    store(y + rows * 16 + cols, cast(rows, f32), cols < 8);
+  });
+  EXPECT_NO_THROW(k.trace(k.constants()));
 }
 
 TEST(DslErrors, LoadOfANonPointer) {
@@ -996,8 +1062,15 @@ TEST(DslErrors, NumWarpsAndNumStages) {
     EXPECT_EQ(msg, fmt::format("kernel k: num_warps must be a power of two in [1, 32], got {}", warps));
   }
   for (int64_t warps : {1, 2, 4, 8, 16, 32}) EXPECT_EQ(k.trace(k.constants({{"num_warps", warps}}))->num_warps, warps);
-  std::string msg = error_of([&] { k.trace(k.constants({{"num_stages", 0}})); });
-  EXPECT_EQ(msg, "kernel k: num_stages must be >= 1, got 0");
+  // Checked as given, not as an int: 2^32 + 4 is not 4.
+  std::string msg = error_of([&] { k.trace(k.constants({{"num_warps", (int64_t{1} << 32) + 4}})); });
+  EXPECT_EQ(msg, "kernel k: num_warps must be a power of two in [1, 32], got 4294967300");
+  for (int64_t stages : {int64_t{0}, int64_t{-1}, int64_t{17}, int64_t{1} << 32}) {
+    SCOPED_TRACE(stages);
+    msg = error_of([&] { k.trace(k.constants({{"num_stages", stages}})); });
+    EXPECT_EQ(msg, fmt::format("kernel k: num_stages must be in [1, 16], got {}", stages));
+  }
+  EXPECT_EQ(k.trace(k.constants({{"num_stages", 16}}))->num_stages, 16);
   // The declared default counts too.
   auto k8 = define_kernel("k8", {"x"}, {{"num_warps", 12}}, [](const Constants&, Ptr<f32> x) { store(x, 0.0); });
   msg = error_of([&] { k8.trace(k8.constants()); });
@@ -1013,6 +1086,21 @@ TEST(DslErrors, KernelDefinitionAndFacts) {
   auto k = define_kernel("k", {"x", "n"}, {}, [](const Constants&, Ptr<f32> x, Scalar<i32> n) { store(x, 0.0); });
   msg = error_of([&] { k.trace(k.constants(), {ir::ArgFacts{}}); });
   EXPECT_EQ(msg, "kernel k: 1 specialization facts for 2 parameters");
+
+  // The IR text, which the kernel caches key on, names parameters and constants: names that
+  // collide there (copy(a, b) and copy(b, a) would both print %p) are refused.
+  auto copy = [](const Constants&, Ptr<f32> from, Ptr<f32> to) { store(to, load(from)); };
+  msg = error_of([&] { (void)define_kernel("copy", {"p", "p"}, {}, copy); });
+  EXPECT_EQ(msg, "kernel copy: two parameters are named 'p'");
+  for (const char* name : {"", "0", "1x", "a b", "a,b", "%p"}) {
+    msg = error_of([&] { (void)define_kernel("copy", {"from", name}, {}, copy); });
+    EXPECT_EQ(msg, fmt::format("kernel copy: parameter name '{}' is not an identifier", name));
+  }
+  msg = error_of([&] { (void)define_kernel("copy", {"from", "to"}, {{"BLOCK", 1}, {"BLOCK", 2}}, copy); });
+  EXPECT_EQ(msg, "kernel copy: the constant 'BLOCK' is declared twice");
+  msg = error_of([&] { (void)define_kernel("copy", {"from", "to"}, {{"BLOCK = 2, X", 1}}, copy); });
+  EXPECT_EQ(msg, "kernel copy: constant name 'BLOCK = 2, X' is not an identifier");
+  EXPECT_NO_THROW((void)define_kernel("copy", {"_from", "to2"}, {{"BLOCK_1", 1}}, copy));
 }
 
 // --- outside a trace --------------------------------------------------------------------------
@@ -1031,25 +1119,31 @@ TEST(DslErrors, OpCalledOutsideAnyTrace) {
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "DSL ops can only be used while a kernel is being traced");
 
-  // A tile kept from a finished trace (its function still alive) cannot be used either.
+  // A tile kept from a finished trace cannot be used, nor even looked at: its value belongs to
+  // a function that may be gone (here it is still alive).
+  const std::string stale = "use of a Tile outside the kernel trace that made it";
   Tile kept;
   auto k = define_kernel("k", {"x"}, {}, [&](const Constants&, Ptr<f32> x) { kept = load(x + arange(0, 16)); });
   auto fn = k.trace(k.constants());
   ASSERT_TRUE(kept.valid());
-  EXPECT_EQ(kept.type(), (ir::Type{f32, false, {16}}));
-  msg = error_of([&] { line = __LINE__; (void)exp(kept); });
-  EXPECT_ERROR_AT(msg, kFile, line);
-  EXPECT_CONTAINS(msg, "exp: DSL ops can only be used while a kernel is being traced");
-  msg = error_of([&] { line = __LINE__; (void)(kept * kept); });
-  EXPECT_ERROR_AT(msg, kFile, line);
-  EXPECT_CONTAINS(msg, "mul: DSL ops can only be used while a kernel is being traced");
+  EXPECT_CONTAINS(error_of([&] { (void)kept.type(); }), stale);
+  EXPECT_CONTAINS(error_of([&] { (void)exp(kept); }), stale);
+  EXPECT_CONTAINS(error_of([&] { (void)(kept * kept); }), stale);
 
   // ... nor inside the trace of another kernel.
-  msg = trace_error({"y"}, [&](const Constants&, Ptr<f32> y) {
-    line = __LINE__; store(y + arange(0, 16), kept);
+  EXPECT_CONTAINS(trace_error({"y"}, [&](const Constants&, Ptr<f32> y) { store(y + arange(0, 16), kept); }), stale);
+}
+
+// A tile kept in a static from one trace of a kernel, used by the next (another
+// specialization): the first trace's function is freed by then.
+TEST(DslErrors, TileKeptFromAFreedTrace) {
+  auto k = define_kernel("k", {"x"}, {{"N", 16}}, [](const Constants& c, Ptr<f32> x) {
+    static Tile offsets = arange(0, 16);
+    store(x + offsets, c["N"]);
   });
-  EXPECT_ERROR_AT(msg, kFile, line);
-  EXPECT_CONTAINS(msg, "store: operand of type tile<16xf32> is used outside");
+  EXPECT_NO_THROW(k.trace(k.constants()));  // the function it returns is freed at once
+  EXPECT_CONTAINS(error_of([&] { k.trace(k.constants({{"N", 32}})); }),
+                  "use of a Tile outside the kernel trace that made it");
 }
 
 TEST(DslErrors, TraceStateIsRestoredAfterAnError) {

@@ -67,7 +67,7 @@ TEST(LaunchApi, ChecksScalarTypes) {
               HasSubstr("argument 1 ('out') must be an f32 pointer, got an i32 scalar"));
 }
 
-TEST(LaunchApi, GridsBeyondAGpusLimitsAreErrors) {
+TEST(LaunchApi, GridsAGpuDoesNotLaunchAreErrors) {
   JitKernel k(scale_kernel());
   Buffers b;
   Stream& s = Device::emu().default_stream();
@@ -77,6 +77,9 @@ TEST(LaunchApi, GridsBeyondAGpusLimitsAreErrors) {
   EXPECT_THAT(error_of([&] { k.launch(s, {1, 1, 70000}, b.x, b.out, int32_t{10}, 2.0f); }), HasSubstr("grid (1, 1, 70000)"));
   EXPECT_THAT(error_of([&] { k.launch(s, {2147483648u, 1, 1}, b.x, b.out, int32_t{10}, 2.0f); }),
               HasSubstr("grid (2147483648, 1, 1)"));
+  // An empty grid is refused here, before a device sees it (CUDA would only say "invalid value").
+  EXPECT_THAT(error_of([&] { k.launch(s, {1, 0, 1}, b.x, b.out, int32_t{10}, 2.0f); }),
+              HasSubstr("launch of scale: empty grid (1, 0, 1); each dim must be at least 1"));
   b.out.fill_bytes(0xff);
   k.launch(s, {1, 65535, 1}, b.x, b.out, int32_t{0}, 2.0f);  // at the limit; n = 0 stores nothing
   EXPECT_TRUE(std::isnan(b.out.to_host<float>()[0]));

@@ -48,7 +48,9 @@ namespace tilejit::ops {
 struct AttentionOptions {
   std::optional<double> scale;       // default 1 / sqrt(H)
   bool is_causal = false;            // keep s <= t (top-left aligned)
-  bool causal_bottom_right = false;  // keep s <= t + (S - T) (bottom-right aligned)
+  // Keep s <= t + (S - T) (bottom-right aligned), S and T the tensors' lengths, not the padding
+  // lengths (Transformer Engine's padded bottom-right mask aligns each batch's own lengths).
+  bool causal_bottom_right = false;
   // (left, right): keep t - left <= s <= t + right; both >= 0.
   std::optional<std::pair<int64_t, int64_t>> local_window;
   std::optional<Tensor> q_seqlens;   // i32 (B): keep t < q_seqlens[b]

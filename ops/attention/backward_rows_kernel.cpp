@@ -12,7 +12,6 @@
 // either way; only blocks with such a row pay for the recomputation. Such a block also sets
 // its head's flag in close_rows (an atomic max of 1: the same result in any order), which
 // tells the dk / dv kernel that masked keys carry weight in that head.
-#include <limits>
 
 #include "ops/attention/backward_kernels.h"
 #include "ops/attention/kernel_tiles.h"
@@ -44,7 +43,7 @@ Kernel backward_rows_kernel(DType dtype, std::vector<ir::Param> params) {
               Tile k_base = a.operand_base("k", kv_head);
               auto ml = for_range(
                   0, cdiv(a.S, bn), 1,
-                  {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32), zeros({bm}, DType::f32)},
+                  online_softmax_start(bm),
                   [&](Tile block, std::vector<Tile> carried) {
                     Tile keys = block * bn + arange(0, bn);                                  // (BLOCK_N)
                     Tile qk = a.dot_heads(q, a.load_rows("k", k_base, keys, a.S));         // (BLOCK_M, BLOCK_N)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -137,6 +138,13 @@ std::unique_ptr<autotune::CandidateRunner> make_attention_runner(const Attention
                                                                  Device& device, const autotune::ProblemShape& shape,
                                                                  const autotune::TimingOptions& timing,
                                                                  uint64_t seed) {
+  // q, out and dout of T rows and k, v of S rows, each of BN (or BN / G) heads by H; the
+  // backward's gradients as many again.
+  const long double kv_heads = shape["BN"] / std::max<long double>(shape["G"], 1);  // G < 1 is refused below
+  const long double rows = shape["T"] * 3.0L * shape["BN"] + shape["S"] * 2.0L * kv_heads;
+  const long double elements = rows * spec.head_dim;
+  autotune::check_problem_fits("attention tuning", shape, 2 * elements * dtype_storage_bytes(spec.dtype),
+                               elements * sizeof(double), device.info());
   return std::make_unique<AttentionCandidateRunner>(spec, kernel, device, shape, timing, seed);
 }
 

@@ -30,7 +30,6 @@
 // OVERLAP each iteration does its own block: acc' = acc * alpha + p · v.
 #include "ops/attention/forward_kernel.h"
 
-#include <limits>
 #include <tuple>
 
 #include "ops/attention/kernel_tiles.h"
@@ -67,8 +66,7 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
           next.insert(next.end(), acc.begin(), acc.end());
           return next;
         };
-        std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32),
-                                  zeros({bm}, DType::f32)};
+        std::vector<Tile> init = online_softmax_start(bm);
         if (a.overlap) init.push_back(zeros({bm, bn}, a.dtype));
         Chunks zero = a.zero_rows(bm);
         init.insert(init.end(), zero.begin(), zero.end());

@@ -5,6 +5,7 @@
 
 #include "autotune/parallel.h"
 #include "ops/attention.h"
+#include "ops/common/sampled_indices.h"
 
 namespace tilejit::ops::attention_detail {
 
@@ -40,17 +41,10 @@ void ErrorTally::merge(const ErrorTally& other) {
   max_abs_error = std::max(max_abs_error, other.max_abs_error);
 }
 
-std::vector<int64_t> spread(int64_t n, int64_t count) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < std::min(n, count); ++i) out.push_back(i * n / std::min(n, count));
-  if (n > count) out.back() = n - 1;
-  return out;
-}
-
 SampledForward::SampledForward(const HostAttention& p)
     : T_(p.T), N_(p.N), H_(p.H), tolerance_(attention_tolerance(p.dtype)) {
-  for (int64_t pair : spread(p.B * p.N, 4))
-    for (int64_t t : spread(p.T, 32)) rows_.push_back({pair / p.N, pair % p.N, t, 0, {}, {}});
+  for (int64_t pair : sampled_indices(p.B * p.N, 4))
+    for (int64_t t : sampled_indices(p.T, 32)) rows_.push_back({pair / p.N, pair % p.N, t, 0, {}, {}});
   autotune::run_in_parallel(rows_.size(), 0, [&](size_t i) {
     Row& row = rows_[i];
     std::vector<double> weights;
@@ -80,8 +74,8 @@ ErrorTally SampledForward::check(const std::vector<double>& out, const std::vect
 
 SampledBackward::SampledBackward(const HostAttention& p) : tolerance_(attention_tolerance(p.dtype)) {
   const int64_t G = p.N / p.K;
-  const std::vector<int64_t> checked_rows = spread(p.T, 32), checked_keys = spread(p.S, 32);
-  for (int64_t pair : spread(p.B * p.K, 2)) {
+  const std::vector<int64_t> checked_rows = sampled_indices(p.T, 32), checked_keys = sampled_indices(p.S, 32);
+  for (int64_t pair : sampled_indices(p.B * p.K, 2)) {
     const int64_t b = pair / p.K, kv_head = pair % p.K;
     // Every row of the group's heads: its weights at the checked keys, dp there, delta.
     struct Row {

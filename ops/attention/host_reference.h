@@ -50,9 +50,6 @@ struct ErrorTally {
   void merge(const ErrorTally& other);
 };
 
-// Up to `count` distinct indices spread over [0, n), the last one among them.
-std::vector<int64_t> spread(int64_t n, int64_t count);
-
 // The forward's output and logsumexp on up to 32 query rows of up to 4 (batch, head) pairs,
 // computed once (on every host thread) and checked against any number of results.
 class SampledForward {

@@ -199,6 +199,10 @@ SoftmaxStep online_softmax(const Tile& logits, const Tile& m, const Tile& l) {
   return {m_next, l * alpha + sum(p, 1), alpha, p};
 }
 
+std::vector<Tile> online_softmax_start(int64_t rows) {
+  return {full({rows}, std::numeric_limits<float>::lowest(), DType::f32), zeros({rows}, DType::f32)};
+}
+
 Tile softmax_exp(const Tile& x) { return exp2(x * kLog2e); }
 
 Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }

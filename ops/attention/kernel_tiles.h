@@ -138,6 +138,10 @@ struct SoftmaxStep {
   dsl::Tile m, l, alpha, p;
 };
 SoftmaxStep online_softmax(const dsl::Tile& logits, const dsl::Tile& m, const dsl::Tile& l);
+// The running max and sum (`rows` each) before the first block. The max starts at the lowest
+// finite f32, not -inf: a block whose logits are all -inf (a -inf bias) then gives p = 0 and
+// alpha = 1 instead of exp(-inf - -inf) = NaN.
+std::vector<dsl::Tile> online_softmax_start(int64_t rows);
 
 // exp(x) for softmax weights, as exp2(x * log2(e)).
 dsl::Tile softmax_exp(const dsl::Tile& x);

@@ -9,9 +9,10 @@ namespace tilejit::ops::attention_detail {
 namespace {
 
 constexpr int64_t kMaxHeadDim = 256;
-// The kernels index rows in 32 bits, band arithmetic included (t + right <= T + S).
+// The kernels index rows in 32 bits, band arithmetic included: t + right and a block's end plus
+// a band bound reach T + S, below 2^31 while T and S are below 2^30.
 constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
-constexpr int64_t kMaxLength = int64_t{1} << 30;
+constexpr int64_t kMaxLength = (int64_t{1} << 30) - 1;
 
 // The (batch, sequence, head) strides of a rank-3 or rank-4 tensor whose last dim must be
 // contiguous.
@@ -108,7 +109,7 @@ AttentionProblem check_attention(const OpArguments& args, const Tensor& q, const
               p.kv_heads, q.describe(), k.describe());
   if (p.kv_len < 1) args.fail("k and v must have at least one key (S = 0: k is {})", k.describe());
   if (p.q_len > kMaxLength || p.kv_len > kMaxLength || p.batch * p.heads > kMaxIndex)
-    args.fail("T and S must be at most 2^30 and B * N below 2^31 (B = {}, T = {}, S = {}, N = {})", p.batch, p.q_len,
+    args.fail("T and S must be below 2^30 and B * N below 2^31 (B = {}, T = {}, S = {}, N = {})", p.batch, p.q_len,
               p.kv_len, p.heads);
   p.q = sequence_strides(args, "q", q);
   p.k = sequence_strides(args, "k", k);

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <gmock/gmock.h>
+#include <dlpack/dlpack.h>
+#include <fmt/format.h>
 
 #include <functional>
 #include <limits>
@@ -163,6 +165,26 @@ TEST(AttentionErrors, BiasAndMask) {
     a.options.*c.option = empty(c.dtype, c.shape);
     EXPECT_ATTENTION_ERROR(a, HasSubstr(c.message));
   }
+}
+
+// T and S stay below 2^30, so the kernels' band arithmetic (up to T + S) fits 32 bits; B * N
+// below 2^31. Views whose rows repeat one row (stride 0, as DLPack allows) make them cheaply.
+TEST(AttentionErrors, LengthsBeyondTheKernelsIndexing) {
+  auto repeated_rows = [](int64_t rows, int64_t heads) {
+    DLManagedTensor* one = empty(DType::bf16, {16}).to_dlpack();
+    int64_t shape[4] = {1, rows, heads, 16}, strides[4] = {0, 0, 0, 1};  // copied by from_dlpack
+    one->dl_tensor.ndim = 4, one->dl_tensor.shape = shape, one->dl_tensor.strides = strides;
+    return Tensor::from_dlpack(one);
+  };
+  for (auto [t, s] : {std::pair{int64_t{1} << 30, int64_t{16}}, std::pair{int64_t{16}, int64_t{1} << 30}}) {
+    Args a;
+    a.q = repeated_rows(t, 2), a.k = repeated_rows(s, 2), a.v = repeated_rows(s, 2);
+    EXPECT_ATTENTION_ERROR(a, HasSubstr("T and S must be below 2^30 and B * N below 2^31"),
+                           HasSubstr(fmt::format("T = {}, S = {}", t, s)));
+  }
+  Args heads;
+  heads.q = repeated_rows(16, int64_t{1} << 31), heads.k = repeated_rows(16, 1), heads.v = repeated_rows(16, 1);
+  EXPECT_ATTENTION_ERROR(heads, HasSubstr("B * N below 2^31"), HasSubstr("N = 2147483648"));
 }
 
 TEST(AttentionErrors, Devices) {

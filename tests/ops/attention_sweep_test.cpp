@@ -50,13 +50,16 @@ TEST(AttentionSweep, ShapesDtypesAndOptions) {
   };
   const Shape shapes[] = {{8, 150, 97, 4, 4}, {24, 130, 260, 6, 2}, {64, 200, 200, 4, 1},
                           {96, 77, 190, 2, 2}, {128, 140, 129, 4, 2}, {256, 70, 100, 2, 1}};
-  int i = 0;
-  for (DType dtype : {DType::bf16, DType::f16, DType::f32})
-    for (const Shape& shape : shapes) {
-      const SweepOptions& o = combos[i % std::size(combos)];
-      Layout layout = i % 3 == 1 ? Layout::bnth : i % 3 == 2 ? Layout::padded : Layout::btnh;
-      ++i;
-      check_attention_case(sweep_case(dtype, shape.h, shape.t, shape.s, shape.n, shape.k, o, layout));
+  // Each dtype shifts the options and layouts against the shapes, so every shape meets three
+  // option sets and all three layouts.
+  const DType dtypes[] = {DType::bf16, DType::f16, DType::f32};
+  for (size_t d = 0; d < std::size(dtypes); ++d)
+    for (size_t i = 0; i < std::size(shapes); ++i) {
+      const Shape& shape = shapes[i];
+      const SweepOptions& o = combos[(i + 2 * d) % std::size(combos)];
+      const size_t l = (i + d) % 3;
+      Layout layout = l == 1 ? Layout::bnth : l == 2 ? Layout::padded : Layout::btnh;
+      check_attention_case(sweep_case(dtypes[d], shape.h, shape.t, shape.s, shape.n, shape.k, o, layout));
     }
 }
 

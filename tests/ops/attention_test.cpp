@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "tests/codegen/ptx_text.h"
 #include "tests/codegen/ptxas_check.h"
@@ -427,6 +428,29 @@ TEST(Attention, LogitsNearTheMaskedValue) {
   c.causal = true;
   c.kv_lens = {50, 31};
   check_attention_case(small(c));
+}
+
+// A bias of -inf, as a window or left padding is often written: a row whose first block of
+// keys is all -inf still weighs its other keys by exp(logit - max) (-inf weighs 0), and the
+// backward pass gives those keys no gradient; the online softmax must not compute
+// exp(-inf - -inf) = NaN. Through the plain and the overlapped loops (sm_90a and sm_80).
+TEST(Attention, MinusInfinityBias) {
+  const LD inf = std::numeric_limits<LD>::infinity();
+  KernelConfig queries{64, 16, 4, 32, 2, true}, keys{16, 64, 4, 32, 2, true};
+  for (const char* device : {"emu:sm_90a", "emu:sm_80"})
+    for (bool overlap : {false, true}) {
+      AttentionCase c;
+      c.device = device;
+      c.B = 2, c.T = 70, c.S = 70, c.N = 2, c.K = 1, c.H = 32;
+      c.bias_shape = {1, 1, 70, 70};  // a window of 21 keys: rows t >= 36 keep no key of the first 16
+      c.bias_at = [inf](int64_t t, int64_t s) { return t - 20 <= s && s <= t ? 0 : -inf; };
+      c = overlap ? c : small(c);
+      if (overlap) c.configs = AttentionConfigs{queries, queries, keys, queries};
+      check_attention_case(c);
+      c.bias_shape = {2, 1, 1, 70};  // left padding: keys 0..39 of every row
+      c.bias_at = [inf](int64_t, int64_t s) { return s < 40 ? -inf : 0; };
+      check_attention_case(c);
+    }
 }
 
 // Rows with no kept key in bf16 and f32: logsumexp is masked_logit + log(S), which f32

@@ -70,6 +70,7 @@ std::string describe(const AttentionCase& c) {
   if (!c.bias_shape.empty())
     o << " bias " << name_of(c.bias_dtype) << shape_text(c.bias_shape) << (c.bias_transposed ? " transposed" : "");
   if (c.bias_value) o << " bias value " << fmt_ld(*c.bias_value);
+  if (c.bias_at) o << " bias by position";
   if (!c.mask_shape.empty()) o << " mask" << shape_text(c.mask_shape) << " keep " << c.mask_keep;
   o << " on " << c.device;
   return o.str();
@@ -86,6 +87,11 @@ AttentionInputs random_inputs(const AttentionCase& c, Rng& rng) {
     in.bias = random_host(c.bias_dtype, size_t(numel(c.bias_shape)), rng, -2, 2);
     if (c.bias_value)
       for (size_t i = 0; i < in.bias->size(); ++i) in.bias->set(i, *c.bias_value);
+    if (c.bias_at) {
+      const auto rows = size_t(c.bias_shape[2]), cols = size_t(c.bias_shape[3]);
+      for (size_t i = 0; i < in.bias->size(); ++i)
+        in.bias->set(i, c.bias_at(int64_t(i / cols % rows), int64_t(i % cols)));
+    }
   }
   if (!c.mask_shape.empty()) {
     in.mask = Host(DType::i1, size_t(numel(c.mask_shape)));

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -50,6 +51,9 @@ struct AttentionCase {
   double mask_keep = 0.7;                // probability of True
   double logit_range = 2;                // q and k uniform in [-range, range]
   std::optional<LD> bias_value;          // every bias element this value instead of random ones
+  // Every bias element bias_at(t, s) at its own indices in the bias's last two dims (0 where one
+  // is broadcast) instead of random ones.
+  std::function<LD(int64_t t, int64_t s)> bias_at;
   bool backward = true;
   bool public_api = false;  // through attention() / attention_backward() instead of the launches
   std::string device = "emu";

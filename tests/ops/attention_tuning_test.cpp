@@ -300,6 +300,42 @@ TEST(AttentionTuning, TheSampledCheckRejectsAWrongOutput) {
   EXPECT_TRUE(std::isinf(reference.check(nan, lse).max_abs_error));
 }
 
+// The backward's sampled check (it decides which dq and dk / dv candidates may win) agrees with
+// the tests' own long-double reference on a small causal GQA problem, and rejects one wrong
+// element of dq, dk or dv.
+TEST(AttentionTuning, TheSampledBackwardCheckRejectsAWrongGradient) {
+  AttentionCase c;
+  c.dtype = DType::f32, c.B = 1, c.T = 5, c.S = 6, c.N = 4, c.K = 2, c.H = 8, c.causal = true;
+  TJ_SEEDED_RNG(rng);
+  const AttentionInputs in = random_inputs(c, rng);
+  const AttentionReference want = attention_reference(c, in);
+  auto values = [](const Host& h) {
+    std::vector<double> out(h.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(h.get(i));
+    return out;
+  };
+  auto doubles = [](const std::vector<LD>& x) { return std::vector<double>(x.begin(), x.end()); };
+  ad::HostAttention host;
+  host.B = c.B, host.T = c.T, host.S = c.S, host.N = c.N, host.K = c.K, host.H = c.H;
+  host.causal = true, host.dtype = DType::f32, host.scale = 1 / std::sqrt(double(c.H));
+  host.q = values(in.q), host.k = values(in.k), host.v = values(in.v), host.dout = values(in.dout);
+  const ad::SampledBackward reference(host);
+  const std::vector<double> dq = doubles(want.dq), dk = doubles(want.dk), dv = doubles(want.dv);
+  EXPECT_TRUE(reference.check_dq(dq).ok);
+  EXPECT_TRUE(reference.check_dkdv(dk, dv).ok);
+  for (size_t at : {size_t{0}, dq.size() / 2, dq.size() - 1}) {
+    std::vector<double> off = dq;
+    off[at] += 0.01;
+    EXPECT_FALSE(reference.check_dq(off).ok) << "dq[" << at << "]";
+  }
+  for (size_t at : {size_t{3}, dk.size() - 1}) {
+    std::vector<double> off_k = dk, off_v = dv;
+    off_k[at] += 0.01, off_v[at] -= 0.01;
+    EXPECT_FALSE(reference.check_dkdv(off_k, dv).ok) << "dk[" << at << "]";
+    EXPECT_FALSE(reference.check_dkdv(dk, off_v).ok) << "dv[" << at << "]";
+  }
+}
+
 // The forward's and dq's spaces offer a producer warpgroup where the kernels can use it (16-bit
 // inputs), with two stages and whole warpgroups only, and the forward's consumer warpgroups
 // that take turns (pingpong) with a producer, OVERLAP and two warpgroups of 64 rows only; a

@@ -14,8 +14,11 @@
 // column of w, giving NaN), the result's row / column is 0 instead. A row of a or column of w
 // that holds a NaN or an infinity gives a NaN row / column, as the reference's does, also
 // where it meets an all-zero column / row. The division is a multiplication by the scales'
-// f32 reciprocals, rounded once to the output type: within a few ulps of the reference, and
-// for f16 finite where the reference's i32 sums, rounded to f16 first, pass 65504 (inf).
+// f32 reciprocals, rounded once to the output type: within a few ulps of the reference. For
+// f16 it stays finite where the reference overflows: where its i32 sums, rounded to f16 first,
+// pass 65504 (inf), and where a_s * w_s does (max|a row| * max|w column| below
+// 127^2 / 65504 = 0.246, which makes the reference's result 0). K = 0 is an error, as the
+// reference's maxima over no elements are.
 #pragma once
 
 #include "runtime/device.h"

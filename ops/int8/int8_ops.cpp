@@ -2,6 +2,7 @@
 #include "ops/common/op_arguments.h"
 #include "ops/common/op_kernels.h"
 #include "ops/gemm.h"
+#include "ops/gemm/gemm_problem.h"
 #include "ops/int8.h"
 #include "ops/int8/quantize_kernels.h"
 
@@ -38,23 +39,42 @@ Tensor quant_int8(const Tensor& x, Stream* stream) {
   return q;
 }
 
-RowQuantized quantize_rows_int8(const Tensor& x, Stream* stream) {
-  OpArguments args("quantize_rows_int8");
-  check_float(args, "x", x);
-  args.rank("x", x, 2);
+namespace {
+
+// The row quantization indexes x through its strides and q densely, both in 32 bits.
+void check_rows_indexable(const OpArguments& args, std::string_view name, const Tensor& x) {
   int64_t r = x.dim(0), c = x.dim(1);
-  // The kernel indexes x through its strides and q densely, both in 32 bits.
   if (r * c > kMaxIndexed || (r - 1) * x.strides()[0] + (c - 1) * x.strides()[1] > kMaxIndexed)
-    args.fail("x ({}) has or spans over {} elements, beyond the kernel's 32-bit indexing", x.describe(), kMaxIndexed);
-  Stream& s = args.stream_for("x", x, stream);
-  RowQuantized out{Tensor::empty(x.device(), DType::i8, {r, c}), Tensor::empty(x.device(), DType::f32, {r})};
-  if (r == 0) return out;
+    args.fail("{} ({}) has or spans over {} elements, beyond the kernel's 32-bit indexing", name, x.describe(),
+              kMaxIndexed);
+}
+
+RowQuantized empty_row_quantized(const Tensor& x) {
+  return {Tensor::empty(x.device(), DType::i8, {x.dim(0), x.dim(1)}), Tensor::empty(x.device(), DType::f32, {x.dim(0)})};
+}
+
+// Quantizes the rows of x (checked) into `out`.
+void launch_quantize_rows(const Tensor& x, const RowQuantized& out, Stream& s) {
+  int64_t r = x.dim(0), c = x.dim(1);
+  if (r == 0) return;
   const int64_t block_r = 16, block_c = 128;
   const JitKernel& k = op_kernel(fmt::format("quantize_rows_int8/{}", dtype_name(x.dtype())),
                                  [&] { return quantize_rows_kernel(x.dtype()); });
   k.with({{"BLOCK_R", block_r}, {"BLOCK_C", block_c}})
       .launch(s, {blocks(r, block_r)}, x, out.q, out.inv_scale, static_cast<int32_t>(r),
               static_cast<int32_t>(c), static_cast<int32_t>(x.strides()[0]), static_cast<int32_t>(x.strides()[1]));
+}
+
+}  // namespace
+
+RowQuantized quantize_rows_int8(const Tensor& x, Stream* stream) {
+  OpArguments args("quantize_rows_int8");
+  check_float(args, "x", x);
+  args.rank("x", x, 2);
+  check_rows_indexable(args, "x", x);
+  Stream& s = args.stream_for("x", x, stream);
+  RowQuantized out = empty_row_quantized(x);
+  launch_quantize_rows(x, out, s);
   return out;
 }
 
@@ -67,15 +87,8 @@ Tensor matmul_true_int8(const Tensor& a, const Tensor& b, Stream* stream) {
 
 namespace {
 
-// q_matmul_int8's checks (of `out` too, when given), its two quantizations, and the gemm
-// options that dequantize.
-struct QuantizedProduct {
-  RowQuantized a, w;
-  GemmOptions options;
-};
-
-QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, const Tensor* out, Stream* stream) {
-  OpArguments args("q_matmul_int8");
+// q_matmul_int8's checks of its operands.
+void check_product_operands(const OpArguments& args, const Tensor& a, const Tensor& w) {
   check_float(args, "a", a);
   args.rank("a", a, 2);
   args.rank("w", w, 2);
@@ -84,31 +97,42 @@ QuantizedProduct quantize_for_product(const Tensor& a, const Tensor& w, const Te
   if (a.dim(1) != w.dim(0))
     args.fail("a's columns ({}) must equal w's rows ({}): a is {}, w is {}", a.dim(1), w.dim(0), a.describe(),
               w.describe());
-  if (out) {
-    args.same_device("out", *out, "a", a);
-    args.dtype("out", *out, {a.dtype()});
-    args.shape("out", *out, {a.dim(0), w.dim(1)});
-    args.no_self_overlap("out", *out);
-  }
-  args.stream_for("a", a, stream);
-  QuantizedProduct p{quantize_rows_int8(a, stream), quantize_rows_int8(w.permute({1, 0}), stream), {}};
-  p.options.transpose_b = true;  // w's columns were quantized as rows: (N, K)
-  p.options.row_scale = p.a.inv_scale;
-  p.options.col_scale = p.w.inv_scale;
-  p.options.out_dtype = a.dtype();
-  return p;
+  // FJFormer's maxima over an empty axis are an error too (jnp.max of no elements).
+  if (a.dim(1) == 0) args.fail("a ({}) and w ({}) have no columns and rows (K = 0): no scales", a.describe(), w.describe());
+  check_rows_indexable(args, "a", a);
+  check_rows_indexable(args, "w (its columns as rows)", w.permute({1, 0}));
 }
 
 }  // namespace
 
 Tensor q_matmul_int8(const Tensor& a, const Tensor& w, Stream* stream) {
-  QuantizedProduct p = quantize_for_product(a, w, nullptr, stream);
-  return gemm(p.a.q, p.w.q, p.options, stream);
+  check_product_operands(OpArguments("q_matmul_int8"), a, w);
+  Tensor out = Tensor::empty(a.device(), a.dtype(), {a.dim(0), w.dim(1)});
+  q_matmul_int8(a, w, out, stream);
+  return out;
 }
 
+// Two quantizations (w's columns as rows, (N, K)) and a gemm whose epilogue dequantizes. The
+// gemm's own checks run before the first launch, so a refusal leaves nothing half done.
 void q_matmul_int8(const Tensor& a, const Tensor& w, const Tensor& out, Stream* stream) {
-  QuantizedProduct p = quantize_for_product(a, w, &out, stream);
-  gemm(p.a.q, p.w.q, out, p.options, stream);
+  OpArguments args("q_matmul_int8");
+  check_product_operands(args, a, w);
+  args.same_device("out", out, "a", a);
+  args.dtype("out", out, {a.dtype()});
+  args.shape("out", out, {a.dim(0), w.dim(1)});
+  args.no_self_overlap("out", out);
+  Stream& s = args.stream_for("a", a, stream);
+  const Tensor wt = w.permute({1, 0});
+  RowQuantized qa = empty_row_quantized(a), qw = empty_row_quantized(wt);
+  GemmOptions options;
+  options.transpose_b = true;
+  options.row_scale = qa.inv_scale;
+  options.col_scale = qw.inv_scale;
+  options.out_dtype = a.dtype();
+  gemm_detail::check_gemm(qa.q, qw.q, options, &out);
+  launch_quantize_rows(a, qa, s);
+  launch_quantize_rows(wt, qw, s);
+  gemm(qa.q, qw.q, out, options, &s);
 }
 
 }  // namespace tilejit::ops

@@ -3,6 +3,7 @@
 #include <dlpack/dlpack.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -77,8 +78,10 @@ TEST(Int8, QuantizeRowsIsTheReferencesArithmetic) {
 
 // q_matmul_int8's reference for a (m, k) and w (k, n): acc / (a_s * w_s) in the inputs' dtype;
 // 0 for an all-zero row or column (SEMANTICS.md's NaN case) and NaN for one that holds a NaN or
-// an infinity.
-std::vector<LD> q_matmul_reference(const Host& a, const Host& w, int64_t m, int64_t k, int64_t n) {
+// an infinity. `rounded_once`: acc times the reciprocals rounded once to the dtype, as the kernel
+// computes it (ops/int8.h: for f16 finite where the reference's own roundings overflow).
+std::vector<LD> q_matmul_reference(const Host& a, const Host& w, int64_t m, int64_t k, int64_t n,
+                                   bool rounded_once = false) {
   DType d = a.dtype;
   RowReference qa = quantize_rows(a, m, k);
   Host wt(d, size_t(k * n));
@@ -97,7 +100,7 @@ std::vector<LD> q_matmul_reference(const Host& a, const Host& w, int64_t m, int6
       } else {
         LD acc = 0;
         for (int64_t t = 0; t < k; ++t) acc += qa.q[size_t(i * k + t)] * qw.q[size_t(j * k + t)];
-        out = round_to(d, round_to(d, acc) / round_to(d, (1 / ia) * (1 / iw)));
+        out = rounded_once ? round_to(d, acc * ia * iw) : round_to(d, round_to(d, acc) / round_to(d, (1 / ia) * (1 / iw)));
       }
     }
   return want;
@@ -115,6 +118,33 @@ TEST(Int8, QMatmulInt8) {
     // The kernel multiplies by f32 reciprocals and rounds once: a few ulps of the dtype apart.
     expect_values("q_matmul_int8", got, q_matmul_reference(a, w, m, k, n),
                   d == DType::f32 ? Tol{2e-6, 1e-30} : Tol{1.6e-2, 1e-30});
+    // Into a transposed view of a poisoned (n, m) buffer.
+    Tensor out_nm = poisoned(d, {n, m});
+    tilejit::ops::q_matmul_int8(upload(a, {m, k}), upload(w, {k, n}), out_nm.permute({1, 0}));
+    std::vector<LD> want = q_matmul_reference(a, w, m, k, n), want_nm(want.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) want_nm[size_t(j * m + i)] = want[size_t(i * n + j)];
+    expect_values("q_matmul_int8 into a transposed view", download(out_nm), want_nm,
+                  d == DType::f32 ? Tol{2e-6, 1e-30} : Tol{1.6e-2, 1e-30});
+  }
+}
+
+// f16: the reference's i32 sums (here up to 127 * 127 * 150) pass 65504 once rounded to f16, and
+// so does a_s * w_s when max|a| * max|w| < 127^2 / 65504 (here 0.03): its result is inf or 0
+// there. The kernel rounds acc / (a_s * w_s) once and stays finite (ops/int8.h).
+TEST(Int8, QMatmulInt8InF16RoundsOnce) {
+  TJ_SEEDED_RNG(rng);
+  const int64_t m = 33, k = 150, n = 41;
+  for (double range : {2.0, 0.1}) {
+    SCOPED_TRACE(range);
+    Host a = random_host(DType::f16, size_t(m * k), rng, -range, range);
+    Host w = random_host(DType::f16, size_t(k * n), rng, -0.3, 0.3);
+    std::vector<LD> literal = q_matmul_reference(a, w, m, k, n);
+    const auto overflowed = std::count_if(literal.begin(), literal.end(), [](LD x) { return !std::isfinite(x) || x == 0; });
+    EXPECT_GT(size_t(overflowed), literal.size() / 4);  // the reference's own overflow (inf, NaN or 0)
+    Host got = download(tilejit::ops::q_matmul_int8(upload(a, {m, k}), upload(w, {k, n})));
+    expect_values("q_matmul_int8 f16", got, q_matmul_reference(a, w, m, k, n, /*rounded_once=*/true),
+                  Tol{1e-3, 1e-30});
   }
 }
 
@@ -220,6 +250,8 @@ TEST(Int8, Errors) {
                {"q_matmul_int8", "one dtype"});
   expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {2, 4, 8}), t(DType::f32, {8, 3})); },
                {"q_matmul_int8", "a must have rank 2"});
+  expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 0}), t(DType::f32, {0, 3})); },
+               {"q_matmul_int8", "f32[4, 0]", "no columns and rows (K = 0)"});
   Tensor wrong_out = t(DType::f32, {4, 4});
   expect_error_naming([&] { tilejit::ops::q_matmul_int8(t(DType::f32, {4, 8}), t(DType::f32, {8, 3}), wrong_out); },
                {"q_matmul_int8", "out must have shape [4, 3]", "f32[4, 4]"});
@@ -232,6 +264,21 @@ TEST(Int8, Errors) {
   Tensor broadcast = Tensor::from_dlpack(row);
   expect_error_naming([&] { tilejit::ops::quantize_rows_int8(broadcast); },
                {"quantize_rows_int8", "has or spans over 2147482624 elements", "f32[524288, 4096]"});
+  // q_matmul_int8 checks such a w, and an output the gemm could not index, with the rest of its
+  // arguments, before it launches anything.
+  {
+    Tensor a = t(DType::f32, {2, 4096});
+    DLManagedTensor* column = t(DType::f32, {1 << 19}).to_dlpack();
+    static int64_t w_shape[2] = {4096, int64_t{1} << 19}, w_strides[2] = {0, 1};
+    column->dl_tensor.ndim = 2, column->dl_tensor.shape = w_shape, column->dl_tensor.strides = w_strides;
+    expect_error_naming([&] { tilejit::ops::q_matmul_int8(a, Tensor::from_dlpack(column)); },
+                 {"q_matmul_int8", "w (its columns as rows)", "has or spans over 2147482624 elements"});
+    DLManagedTensor* wide = t(DType::f32, {4}).to_dlpack();
+    static int64_t out_shape[2] = {2, 2}, out_strides[2] = {int64_t{1} << 31, 1};
+    wide->dl_tensor.shape = out_shape, wide->dl_tensor.strides = out_strides, wide->dl_tensor.ndim = 2;
+    expect_error_naming([&] { tilejit::ops::q_matmul_int8(a, t(DType::f32, {4096, 2}), Tensor::from_dlpack(wide)); },
+                 {"gemm", "out", "32-bit indexing"});
+  }
   DLManagedTensor* flat = t(DType::f32, {1}).to_dlpack();
   static int64_t flat_shape[1] = {(int64_t{1} << 31) - 1023}, flat_strides[1] = {0};
   flat->dl_tensor.shape = flat_shape, flat->dl_tensor.strides = flat_strides;

@@ -58,7 +58,7 @@ std::vector<NormCase> emu_cases() {
 
 class Norms : public ::testing::TestWithParam<NormCase> {};
 
-// Forward with every output and without any; the backward from the forward's statistics, then
+// Forward with every output, with the fp8 copy alone, and without any; the backward from the forward's statistics, then
 // once more, bit-identical.
 TEST_P(Norms, ForwardAndBackward) {
   const NormCase c = GetParam();
@@ -70,6 +70,13 @@ TEST_P(Norms, ForwardAndBackward) {
   const NormOptions plain = norm_options(c, false);
   const NormOutput y_only = run_forward(c, in, plain);
   check_forward(c, in, y_only, plain, nullptr);
+  // The fp8 copy without the statistics: a kernel of its own, with other parameters.
+  DelayedScalingRecipe recipe;
+  recipe.amax_history_len = 2;
+  Fp8ScalingState state(emu(), recipe);
+  HostScaling host(recipe, state.dtype());
+  const NormOptions fp8_only = norm_options(c, false, &state);
+  check_forward(c, in, run_forward(c, in, fp8_only), fp8_only, &host);
 
   const NormGradients& g = out.backward;
   const NormGradients again = run_backward(c, in, out.forward);

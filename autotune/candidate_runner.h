@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "autotune/named_values.h"
 #include "runtime/device.h"
@@ -29,5 +30,11 @@ class CandidateRunner {
   // tilejit::Error when a launch fails.
   virtual Measurement measure(const Config& config) = 0;
 };
+
+// Throws tilejit::Error, before a runner allocates anything, when a problem's buffers cannot
+// fit: `device_bytes` in the device's memory or `host_bytes` (its reference's inputs) in this
+// machine's. In long double: dims below 2^48 multiply past int64.
+void check_problem_fits(std::string_view op, const ProblemShape& shape, long double device_bytes,
+                        long double host_bytes, const DeviceInfo& device);
 
 }  // namespace tilejit::autotune

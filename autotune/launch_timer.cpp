@@ -1,6 +1,10 @@
 #include "autotune/launch_timer.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "dsl/error.h"
 
 namespace tilejit::autotune {
 
@@ -13,7 +17,24 @@ TimingOptions TimingOptions::for_device(const DeviceInfo& device) {
   return options;
 }
 
+namespace {
+
+// Held while a candidate runs its timed launches on a device: tuners on several threads (buckets
+// tuned on first use go on at once) would otherwise time each other's kernels between their
+// events, on the one default stream.
+std::mutex& timing_lock(const Device& device) {
+  static std::mutex guard;
+  static std::map<const Device*, std::mutex> locks;
+  std::lock_guard lock(guard);
+  return locks[&device];
+}
+
+}  // namespace
+
 LaunchTimer::LaunchTimer(Device& device, TimingOptions options) : device_(device), options_(options) {
+  if (options_.warmup < 0 || options_.repeats < 1)
+    fail("launch timing: needs at least one timed run and no negative count, got {} warm-up and {} timed runs",
+         options_.warmup, options_.repeats);
   if (options_.flush_l2 && device.info().l2_bytes > 0) {
     l2_bytes_ = static_cast<size_t>(device.info().l2_bytes);
     l2_scratch_ = device.allocate(l2_bytes_);
@@ -25,6 +46,7 @@ LaunchTimer::~LaunchTimer() {
 }
 
 double LaunchTimer::median_ms(const std::function<void(Stream&)>& launch) {
+  std::lock_guard timing(timing_lock(device_));
   Stream& stream = device_.default_stream();
   for (int i = 0; i < options_.warmup; ++i) launch(stream);
   std::vector<Event> starts, stops;

@@ -14,7 +14,7 @@ namespace tilejit::autotune {
 
 struct TimingOptions {
   int warmup = 2;
-  int repeats = 25;
+  int repeats = 25;  // at least 1
   bool flush_l2 = true;  // on devices that report an L2 size (the emulator has none)
 
   // Fewer runs on the emulator, where a launch takes milliseconds of host time.
@@ -28,7 +28,8 @@ class LaunchTimer {
   LaunchTimer& operator=(const LaunchTimer&) = delete;
   ~LaunchTimer();
 
-  // The median time of `launch` in milliseconds. Errors from the launches propagate.
+  // The median time of `launch` in milliseconds. Errors from the launches propagate. Timers
+  // of one device take turns: one runs its launches at a time in this process.
   double median_ms(const std::function<void(Stream&)>& launch);
 
  private:

@@ -34,9 +34,11 @@ NamedValues NamedValues::parse(std::string_view text) {
   NamedValues out;
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t start = text.find_first_not_of(" \t,", pos);
+    // Any whitespace separates, '\r' too: a shapes file written on Windows ends its lines so.
+    constexpr std::string_view separators = " \t\r\n\v\f,";
+    size_t start = text.find_first_not_of(separators, pos);
     if (start == std::string_view::npos) break;
-    size_t end = std::min(text.find_first_of(" \t,", start), text.size());
+    size_t end = std::min(text.find_first_of(separators, start), text.size());
     auto pair = parse_named_value(text.substr(start, end - start), text);
     if (out.has(pair.first)) fail("'{}' names {} twice", text, pair.first);
     out.values.push_back(std::move(pair));

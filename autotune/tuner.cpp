@@ -1,6 +1,7 @@
 #include "autotune/tuner.h"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 
 #include "autotune/config_choice.h"
@@ -13,9 +14,10 @@
 namespace tilejit::autotune {
 namespace {
 
-// The configs to time for `shape`: the op's heuristic config first (what an untuned call runs,
-// timed whatever the cost model says of it and whether or not the space lists it, so a tuned
-// result is never slower than the default), then the configs of the space that meet every
+// The configs to time for `shape`: the op's heuristic config first (what an untuned call runs:
+// its heuristic, or else its kernel's declared constants; timed whatever the cost model says of
+// it and whether or not the space lists it, so a tuned result is never slower than the
+// default), then the configs of the space that meet every
 // constraint, cheapest estimate first (ties keep the space's order). A heuristic config the
 // constraints rule out is not timed: a stored best always meets them.
 std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device,
@@ -25,7 +27,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
     double estimate_ms;
   };
   std::optional<Config> heuristic;
-  if (op.heuristic) heuristic = op.heuristic(shape, device);
+  if (op.heuristic || op.kernel) heuristic = op.heuristic_config(shape, device);
   const bool heuristic_allowed = heuristic && fits(op, *heuristic, shape);
   std::vector<Ranked> ranked;
   for (Config& config : op.space.configs()) {
@@ -49,6 +51,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
 struct Build {
   std::optional<KernelReport> report;
   std::string error;
+  std::exception_ptr device_lost;  // thrown on the calling thread: no config's outcome
 };
 
 TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const Build& build) {
@@ -89,12 +92,18 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
     std::vector<Build> builds(count);
     run_in_parallel(count, options.compile_threads, [&](size_t i) {
       if (recorded[i]) return;
+      // A job must not throw (parallel.h): what a config's compile throws is its failure,
+      // std::bad_alloc of a huge tile included.
       try {
         builds[i].report = runner.prepare(ranked[next + i]);
-      } catch (const Error& e) {
+      } catch (const DeviceLost&) {
+        builds[i].device_lost = std::current_exception();
+      } catch (const std::exception& e) {
         builds[i].error = e.what();
       }
     });
+    for (const Build& build : builds)
+      if (build.device_lost) std::rethrow_exception(build.device_lost);
 
     for (size_t i = 0; i < count; ++i) {
       if (options.should_stop && options.should_stop()) {

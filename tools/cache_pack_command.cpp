@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "autotune/tuned_pack.h"
+#include "codegen/target.h"
 #include "runtime/cache_pack.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
@@ -20,8 +21,9 @@
 namespace tilejit::tools {
 namespace {
 
+// --arch as given (checked: a typo would make a pack no machine uses), or this machine's.
 PackRequirements requirements_for(const std::string& arch) {
-  return arch.empty() ? PackRequirements::for_this_machine() : PackRequirements::for_arch(arch);
+  return arch.empty() ? PackRequirements::for_this_machine() : PackRequirements::for_arch(codegen::find_target(arch).arch);
 }
 
 std::string mebibytes(uint64_t bytes) { return fmt::format("{:.2f} MiB", double(bytes) / double(1 << 20)); }
@@ -44,7 +46,8 @@ int run_pack(const Options& o) {
   const KernelCache& cache = KernelCache::global();
   if (!cache.on_disk()) fail("cache pack: the kernel cache has no directory to pack (set TILEJIT_CACHE_DIR)");
   const DeviceInfo& device = Device::by_name(o.device).info();
-  PackManifest manifest = PackManifest::current(o.arch.empty() ? device.arch : o.arch, device.name);
+  PackManifest manifest = PackManifest::current(o.arch.empty() ? device.arch : codegen::find_target(o.arch).arch,
+                                                device.name);
   std::optional<autotune::TunedEntries> tuned;
   if (o.tuned_only) tuned = autotune::tuned_pack_entries(autotune::TuningDatabase::global(), manifest.arch);
   int64_t entries = write_cache_pack(cache, manifest, o.file, [&](const CacheEntryInfo& entry) {

@@ -1,7 +1,9 @@
 // The tilejit command line: list, emit, run and tune kernels; inspect devices; inspect, pack
 // and import the kernel cache.
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -71,6 +73,12 @@ int main(int argc, char** argv) {
     for (auto& command : commands)
       if (int status = command(); status >= 0) return status;
   } catch (const tilejit::Error& e) {
+    std::fprintf(stderr, "tilejit: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tilejit: error: out of host memory (a problem too large for this machine?)\n");
+    return 1;
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "tilejit: error: %s\n", e.what());
     return 1;
   }

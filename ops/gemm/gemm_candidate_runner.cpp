@@ -115,6 +115,11 @@ GemmConfig gemm_config_of(const autotune::Config& config, const GemmTuningSpec& 
 std::unique_ptr<autotune::CandidateRunner> make_gemm_runner(const GemmTuningSpec& spec, Device& device,
                                                             const autotune::ProblemShape& shape,
                                                             const autotune::TimingOptions& timing, uint64_t seed) {
+  const long double m = shape["M"], n = shape["N"], k = shape["K"];
+  autotune::check_problem_fits(
+      "gemm tuning", shape,
+      m * k * dtype_storage_bytes(spec.a) + k * n * dtype_storage_bytes(spec.b) + m * n * dtype_storage_bytes(spec.out),
+      (m * k + k * n) * sizeof(double), device.info());
   return std::make_unique<GemmCandidateRunner>(spec, device, shape, timing, seed);
 }
 

@@ -5,14 +5,13 @@
 
 #include "autotune/parallel.h"
 #include "ops/common/host_values.h"
+#include "ops/common/sampled_indices.h"
 
 namespace tilejit::ops::gemm_detail {
 
 SampledRows::SampledRows(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n, int64_t k)
     : n_(n) {
-  const int64_t count = std::min<int64_t>(m, 64);
-  for (int64_t sample = 0; sample < count; ++sample)
-    rows_.push_back(sample + 1 == count ? m - 1 : sample * m / count);
+  rows_ = sampled_indices(m, 64);
   sums_.assign(rows_.size() * static_cast<size_t>(n), 0);
   magnitudes_.assign(sums_.size(), 0);
   // One row per host thread at a time: the reference of a large problem is billions of terms.

@@ -10,7 +10,12 @@ namespace {
 
 constexpr uint8_t kPoison = 0xff;  // outputs start as NaN (f32) / -1 (i32)
 
-uint32_t cdiv(int64_t n, int64_t block) { return static_cast<uint32_t>((n + block - 1) / block); }
+// The programs that cover n elements in blocks of constant `name` (a setting a user may give).
+uint32_t blocks(int64_t n, const dsl::Constants& c, const char* name) {
+  const int64_t block = c[name];
+  if (block < 1) fail("example problem: {}={} must be at least 1", name, block);
+  return static_cast<uint32_t>((n + block - 1) / block);
+}
 
 // A dimension as the i32 the kernels take.
 int32_t extent(const autotune::ProblemShape& shape, const char* dim) {
@@ -55,7 +60,7 @@ class VectorAdd final : public ExampleProblem {
     bytes_ = 3.0 * n_ * 4;
     atol_ = 0, rtol_ = 1e-6;
   }
-  Dim3 grid(const dsl::Constants& c) const override { return {cdiv(n_, c["BLOCK"])}; }
+  Dim3 grid(const dsl::Constants& c) const override { return {blocks(n_, c, "BLOCK")}; }
 
  private:
   std::vector<std::vector<double>> reference() const override {
@@ -167,7 +172,7 @@ class Gemm final : public ExampleProblem {
     bytes_ = 4.0 * (double(m_) * k_ + double(k_) * n_ + double(m_) * n_);
     atol_ = 1e-5, rtol_ = 1e-4;
   }
-  Dim3 grid(const dsl::Constants& c) const override { return {cdiv(m_, c["BLOCK_M"]), cdiv(n_, c["BLOCK_N"])}; }
+  Dim3 grid(const dsl::Constants& c) const override { return {blocks(m_, c, "BLOCK_M"), blocks(n_, c, "BLOCK_N")}; }
 
  private:
   std::vector<std::vector<double>> reference() const override {

@@ -28,6 +28,8 @@ TEST(NamedValues, TextRoundTripsInOrder) {
   EXPECT_EQ(NamedValues::parse(v.str()), v);
   EXPECT_EQ(v["N"], 1024);
   EXPECT_TRUE(NamedValues::parse("  ").values.empty());
+  // A line of a file written on Windows ends "\r".
+  EXPECT_EQ(NamedValues::parse("M=4096\tN=1024 K=64\r"), v);
 }
 
 TEST(NamedValues, LeadingZerosAreDecimalNotOctal) {

@@ -58,13 +58,14 @@ class MatrixProblem : public TuningProblem {
 
 // out = transpose(x), tile by tile through shared memory: a BLOCK x BLOCK f32 tile needs
 // BLOCK * BLOCK * 4 bytes of it (256 KiB for BLOCK=256: more than a CTA may have). No masks,
-// so BLOCK must divide n.
+// so BLOCK must divide n. Its declared constants (what an untuned call runs, timed first) are
+// the space's first config.
 TunableKernel transpose_op() {
   TunableKernel op;
   op.name = "test_transpose";
   op.kernel = [] {
     using namespace tilejit::dsl;
-    return define_kernel("test_transpose", {"x", "out", "n"}, {{"BLOCK", 32}},
+    return define_kernel("test_transpose", {"x", "out", "n"}, {{"BLOCK", 32}, {"num_warps", 16}},
                          [](const Constants& c, Ptr<f32> x, Ptr<f32> out, Scalar<i32> n) {
                            int64_t b = c["BLOCK"];
                            Tile rows = expand_dims(program_id(0) * b + arange(0, b), 1);  // (BLOCK, 1)

@@ -50,6 +50,14 @@ class TunerTest : public testing::Test {
   std::optional<TrialRecord> trial_of(const Config& config, const DeviceInfo& device) const {
     return db_.trial(TuningKey::of(op_, shape_, device), shape_, config);
   }
+  // The order the tuner takes the configs in with no cost model: the kernel's declared
+  // constants first (BLOCK=32, num_warps=4: what an untuned call runs), then the space's order.
+  std::vector<Config> tuner_order() const {
+    std::vector<Config> order{testing_util::synthetic_config(32, 4)};
+    for (Config& c : op_.space.configs())
+      if (!(c == order.front())) order.push_back(std::move(c));
+    return order;
+  }
 
   testing_util::TempDirectory dir_{"tilejit_tuner_test"};
   KernelCache cache_{CacheOptions{dir_.path().string(), true}};
@@ -100,14 +108,17 @@ TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
   std::stable_sort(ranked.begin(), ranked.end(), [&](auto& a, auto& b) {
     return estimate_ms(op_.work(a, shape_), runner.device()) < estimate_ms(op_.work(b, shape_), runner.device());
   });
-  std::vector<Config> top3(ranked.begin(), ranked.begin() + 3);
+  // The declared default (what an untuned call runs) is timed first whatever the model says.
+  const Config declared = synthetic_config(32, 4);
+  ranked.erase(std::find(ranked.begin(), ranked.end(), declared));
+  std::vector<Config> top3 = {declared, ranked[0], ranked[1]};
   std::vector<std::string> expected_measured;
   for (auto& c : top3) expected_measured.push_back(c.str());
   EXPECT_EQ(runner.measured_configs(), expected_measured);
   EXPECT_EQ(runner.prepares, 3);
   ASSERT_TRUE(r.best);
   EXPECT_EQ(r.best->config, fastest_of(top3));
-  EXPECT_EQ(top3.front(), synthetic_config(128, 2));
+  EXPECT_EQ(ranked.front(), synthetic_config(128, 2));
 }
 
 // The heuristic's config is what an untuned call runs: it is timed first, though the cost
@@ -206,7 +217,7 @@ TEST_F(TunerTest, ConfigsThatFailAreRecordedAndSkipped) {
 // faulting config's outcome only: it is recorded, the run ends with an error naming it, and
 // no later config is blamed. A run in a new process goes on past it.
 TEST_F(TunerTest, AConfigThatLosesTheDeviceEndsTheRunAndIsSkippedOnResumption) {
-  std::vector<Config> configs = op_.space.configs();  // no cost model: the space's order
+  std::vector<Config> configs = tuner_order();
   const Config faults = configs[2];
   SyntheticRunner lost;
   lost.device_lost_by.insert(faults.str());
@@ -264,8 +275,8 @@ TEST_F(TunerTest, CompilesCandidatesInParallel) {
 TEST_F(TunerTest, ResumesAfterAnInterruption) {
   TuneOptions options;
   options.top_k = 10;
-  std::vector<Config> configs = op_.space.configs();
-  std::vector<Config> top10(configs.begin(), configs.begin() + 10);  // no cost model: the space's order
+  std::vector<Config> configs = tuner_order();
+  std::vector<Config> top10(configs.begin(), configs.begin() + 10);
 
   SyntheticRunner first;
   options.should_stop = [&] { return first.measured_configs().size() >= 4; };

@@ -6,15 +6,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
 #include "ops/common/host_values.h"
+#include "ops/common/sampled_indices.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 #include "ops/gemm/gemm_row_check.h"
 #include "tests/ops/gemm_check.h"
@@ -262,6 +265,44 @@ TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
   nan[0] = NAN;
   EXPECT_FALSE(check(nan).ok);
   EXPECT_TRUE(std::isinf(check(nan).max_abs_error));
+}
+
+// The checked rows fall at every position of a tile, not only at its start: a kernel whose
+// warps past the first write wrong rows (rows 16 to 47 of every 64 here) must not pass. A of
+// ones and B of row indices keep the reference cheap: every row of the product is the same.
+TEST(GemmTuning, TheRowCheckSeesEveryRowOfATile) {
+  const int64_t m = 4096, n = 2, k = 3;
+  std::vector<double> a(size_t(m * k), 1.0), b = {1, 2, 3, 4, 5, 6};
+  gd::SampledRows rows(a, b, m, n, k);
+  std::vector<float> out(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i) out[size_t(i * n)] = 9, out[size_t(i * n + 1)] = 12;
+  auto check = [&](const std::vector<float>& values) {
+    std::vector<uint8_t> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return rows.check(DType::f32, bytes, 1e-6, 1e-6);
+  };
+  EXPECT_TRUE(check(out).ok);
+  for (int64_t i = 0; i < m; ++i)
+    if (i % 64 >= 16 && i % 64 < 48) out[size_t(i * n + 1)] = 0;
+  EXPECT_FALSE(check(out).ok);
+}
+
+TEST(SampledIndices, SpreadOverTheRangeAtEveryOffset) {
+  EXPECT_EQ(tilejit::ops::sampled_indices(5, 64), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(tilejit::ops::sampled_indices(0, 64).empty());
+  EXPECT_EQ(tilejit::ops::sampled_indices(7, 1), (std::vector<int64_t>{6}));
+  for (auto [n, count, tile] : {std::tuple{4096, 64, 64}, std::tuple{4096, 32, 128}, std::tuple{1000, 64, 16}}) {
+    SCOPED_TRACE(fmt::format("{} of {}", count, n));
+    std::vector<int64_t> rows = tilejit::ops::sampled_indices(n, count);
+    ASSERT_EQ(rows.size(), size_t(count));
+    EXPECT_EQ(rows.front(), 0);
+    EXPECT_EQ(rows.back(), n - 1);
+    EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()) && std::adjacent_find(rows.begin(), rows.end()) == rows.end());
+    // Each of a tile's four warps' rows (a quarter of the tile) is checked.
+    std::set<int64_t> quarters;
+    for (int64_t r : rows) quarters.insert(r % tile / (tile / 4));
+    EXPECT_EQ(quarters.size(), 4u);
+  }
 }
 
 }  // namespace

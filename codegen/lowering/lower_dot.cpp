@@ -11,6 +11,10 @@ namespace tilejit::codegen::lowering {
 
 namespace {
 
+// Each thread's multiply-adds are unrolled into straight-line IR; past this many in one dot
+// LLVM would take minutes, or run out of memory, on that one function.
+constexpr int64_t kMaxUnrolledFmas = int64_t{1} << 18;
+
 // The operand layout for an accumulator layout: `keep` is the accumulator dim the operand
 // shares (0 for a: rows, 1 for b: columns), `k_dim` where K goes in the operand. Register
 // bits: first all of K, then the accumulator's register bits along `keep`.
@@ -74,6 +78,12 @@ void Lowering::lower_dot(const ir::Op& op) {
   const ir::Value* acc = op.operands[2];
   int64_t k = a->type.shape[1];
   LinearLayout acc_layout = dot_result_layout(op);
+  if (acc_layout.num_regs() * k > kMaxUnrolledFmas)
+    fail("{}: dot of [{}] by [{}] on the CUDA cores ({} operands{}, {}) unrolls {} multiply-adds per thread, more "
+         "than {}; use smaller tiles, more warps, or operands the tensor cores take",
+         op.loc.str(), ir::shape_str(a->type.shape), ir::shape_str(bv->type.shape), dtype_name(a->type.dtype),
+         op.attr_str("precision") == "ieee" ? " in ieee precision" : "", target.arch, acc_layout.num_regs() * k,
+         kMaxUnrolledFmas);
   OperandLayout a_layout = operand_layout(acc_layout, 0, 1, k);
   OperandLayout b_layout = operand_layout(acc_layout, 1, 0, k);
   std::vector<llvm::Value*> av = in_layout(a, a_layout.layout);

@@ -171,6 +171,32 @@ TEST(Compile, UnknownTargetIsAnError) {
   EXPECT_THROW(find_target("sm_12"), Error);
 }
 
+// A dot the tensor cores do not take is unrolled FMA by FMA in each thread: one too large for
+// that is a clear error naming the dot, not a compile that runs for minutes (512 x 512 x 512 in
+// 4 warps: 1048576 per thread).
+TEST(Compile, ADotTooLargeToUnrollIsAnError) {
+  auto ieee_dot = [](int64_t n) {
+    return define_kernel("big_dot", {"x"}, {{"N", n}}, [](const Constants& c, Ptr<f32> x) {
+      Tile r = arange(0, c["N"]);
+      Tile offs = expand_dims(r, 1) * c["N"] + expand_dims(r, 0);
+      Tile a = load(x + offs);
+      store(x + offs, dot(a, a, zeros({c["N"], c["N"]}, DType::f32), Precision::ieee));
+    });
+  };
+  Kernel big = ieee_dot(512);
+  std::string msg;
+  try {
+    compile_to_ptx(*big.trace(big.constants()), find_target("sm_90a"));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("compile_test.cpp:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dot of [512x512] by [512x512] on the CUDA cores (f32 operands in ieee precision, sm_90a) "
+                     "unrolls 1048576 multiply-adds per thread, more than 262144"),
+            std::string::npos)
+      << msg;
+}
+
 // One kernel that uses every op of the DSL, so every lowering is exercised and assembled.
 Kernel every_op_kernel() {
   return define_kernel(

@@ -33,7 +33,7 @@ class CandidateRunner {
 
 // Throws tilejit::Error, before a runner allocates anything, when a problem's buffers cannot
 // fit: `device_bytes` in the device's memory or `host_bytes` (its reference's inputs) in this
-// machine's. In long double: dims below 2^48 multiply past int64.
+// machine's. The sizes are long doubles: products of dims (each below 2^48) overflow int64.
 void check_problem_fits(std::string_view op, const ProblemShape& shape, long double device_bytes,
                         long double host_bytes, const DeviceInfo& device);
 

@@ -32,6 +32,7 @@ KernelReport DeviceRunner::prepare(const Config& config) {
 }
 
 Measurement DeviceRunner::measure(const Config& config) {
+  auto turn = timer_.take_turn();
   BoundKernel kernel = jit_.with(config.values);
   LaunchDims dims{problem_->grid(kernel.constants()), {}};
   auto launch = [&](Stream& stream) { kernel.launch_args(stream, dims, args_); };

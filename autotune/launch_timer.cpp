@@ -19,12 +19,11 @@ TimingOptions TimingOptions::for_device(const DeviceInfo& device) {
 
 namespace {
 
-// Held while a candidate runs its timed launches on a device: tuners on several threads (buckets
-// tuned on first use go on at once) would otherwise time each other's kernels between their
-// events, on the one default stream.
-std::mutex& timing_lock(const Device& device) {
+// One lock a device: see take_turn(). Recursive, so that median_ms() within a turn (and a
+// timer within a launch) takes it again.
+std::recursive_mutex& device_turns(const Device& device) {
   static std::mutex guard;
-  static std::map<const Device*, std::mutex> locks;
+  static std::map<const Device*, std::recursive_mutex> locks;
   std::lock_guard lock(guard);
   return locks[&device];
 }
@@ -45,8 +44,12 @@ LaunchTimer::~LaunchTimer() {
   if (l2_scratch_) device_.free(l2_scratch_);
 }
 
+std::unique_lock<std::recursive_mutex> LaunchTimer::take_turn() const {
+  return std::unique_lock(device_turns(device_));
+}
+
 double LaunchTimer::median_ms(const std::function<void(Stream&)>& launch) {
-  std::lock_guard timing(timing_lock(device_));
+  auto turn = take_turn();
   Stream& stream = device_.default_stream();
   for (int i = 0; i < options_.warmup; ++i) launch(stream);
   std::vector<Event> starts, stops;

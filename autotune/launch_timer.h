@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <vector>
 
 #include "runtime/device.h"
@@ -28,9 +29,14 @@ class LaunchTimer {
   LaunchTimer& operator=(const LaunchTimer&) = delete;
   ~LaunchTimer();
 
-  // The median time of `launch` in milliseconds. Errors from the launches propagate. Timers
-  // of one device take turns: one runs its launches at a time in this process.
+  // The median time of `launch` in milliseconds, within a turn. Errors from the launches
+  // propagate.
   double median_ms(const std::function<void(Stream&)>& launch);
+  // The timers of one device take turns: while one holds its turn, no other in this process
+  // runs. Tuners on several threads (buckets tuned on first use go on at once) would otherwise
+  // put their kernels, checks and flushes between each other's events on the one default
+  // stream. A runner holds a turn for all the device work of a measurement.
+  std::unique_lock<std::recursive_mutex> take_turn() const;
 
  private:
   Device& device_;

@@ -1,7 +1,6 @@
 #include "autotune/tuner.h"
 
 #include <algorithm>
-#include <exception>
 #include <optional>
 
 #include "autotune/config_choice.h"
@@ -51,7 +50,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
 struct Build {
   std::optional<KernelReport> report;
   std::string error;
-  std::exception_ptr device_lost;  // thrown on the calling thread: no config's outcome
+  std::optional<std::string> device_lost;  // why, when building it (a module load) lost the device
 };
 
 TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const Build& build) {
@@ -96,14 +95,22 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
       // std::bad_alloc of a huge tile included.
       try {
         builds[i].report = runner.prepare(ranked[next + i]);
-      } catch (const DeviceLost&) {
-        builds[i].device_lost = std::current_exception();
+      } catch (const DeviceLost& e) {
+        builds[i].device_lost = e.what();
       } catch (const std::exception& e) {
         builds[i].error = e.what();
       }
     });
-    for (const Build& build : builds)
-      if (build.device_lost) std::rethrow_exception(build.device_lost);
+    // The faulting config is recorded, so that a run in a new process resumes past it; nothing
+    // runs after a fault (on a GPU, every later call would fail too).
+    auto end_with_fault = [&](const Config& config, const std::string& why) {
+      db.record_trial(result.key, shape, config, {TrialStatus::launch_failed, 0, why, {}});
+      fail("autotune {} [{}]: {} left the device unusable: {}. Its trial is recorded as failed; run the tuning "
+           "again in a new process to go on from there",
+           op.name, shape.str(), config.str(), why);
+    };
+    for (size_t i = 0; i < count; ++i)
+      if (builds[i].device_lost) end_with_fault(ranked[next + i], *builds[i].device_lost);
 
     for (size_t i = 0; i < count; ++i) {
       if (options.should_stop && options.should_stop()) {
@@ -119,11 +126,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
         try {
           candidate.trial = run_candidate(runner, config, builds[i]);
         } catch (const DeviceLost& e) {
-          // The faulting config is recorded, so that a run in a new process resumes past it.
-          db.record_trial(result.key, shape, config, {TrialStatus::launch_failed, 0, e.what(), {}});
-          fail("autotune {} [{}]: {} left the device unusable: {}. Its trial is recorded as failed; run the tuning "
-               "again in a new process to go on from there",
-               op.name, shape.str(), config.str(), e.what());
+          end_with_fault(config, e.what());
         }
         db.record_trial(result.key, shape, config, candidate.trial);
         if (candidate.trial.status == TrialStatus::ok) ++result.timed;

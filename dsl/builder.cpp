@@ -572,12 +572,12 @@ Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterSha
 
 namespace {
 
-// A store's operands: the value and mask broadcast to the pointer's shape, never the pointer to
-// theirs, which would store several values to one address (one of them wins, which one
-// differs between a GPU and the emulator).
+// A store's operands, broadcast together: the pointer may gain dims of 1, never elements, which
+// would store several values to one address (one of them wins, which one differs between a GPU
+// and the emulator).
 std::vector<Tile> store_operands(const Tile& ptr, const Operand& value, const Tile* mask, const SourceLoc& loc) {
   auto t = memory_operands("store", ptr, {&value}, mask, loc);
-  if (t[0].shape() != ptr.shape())
+  if (t[0].type().numel() != ptr.type().numel())
     user_error("store", loc,
                "the value ({}){} would broadcast the pointer ({}) to {}, storing several values to one address",
                value.describe(), mask ? fmt::format(" or the mask ({})", mask->type().str()) : "", ptr.type().str(),

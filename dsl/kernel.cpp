@@ -1,7 +1,6 @@
 #include "dsl/kernel.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -12,11 +11,11 @@
 namespace tilejit::dsl {
 namespace {
 
-// A letter or '_', then letters, digits and '_'.
+// An ASCII letter or '_', then letters, digits and '_' (whatever the locale).
 bool is_identifier(std::string_view name) {
-  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   return !name.empty() && letter(name[0]) && std::all_of(name.begin(), name.end(), [&](char c) {
-    return letter(c) || std::isdigit(static_cast<unsigned char>(c));
+    return letter(c) || (c >= '0' && c <= '9');
   });
 }
 

@@ -48,6 +48,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
     } else {
       std::optional<Tensor> dout;
       input(host.dout, dout, host.T, host.N);
+      auto turn = timer_.take_turn();
       Stream& s = device.default_stream();
       launch_forward(*problem_, heuristic_.forward, out, &lse, s);
       SequenceStrides contiguous = contiguous_sequence_strides(problem_->q_shape());
@@ -84,6 +85,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
   }
 
   autotune::Measurement measure(const autotune::Config& config) override {
+    auto turn = timer_.take_turn();
     const KernelConfig c = kernel_config_of(config);
     auto launch = [&](Stream& s) {
       switch (kernel_) {
@@ -138,13 +140,15 @@ std::unique_ptr<autotune::CandidateRunner> make_attention_runner(const Attention
                                                                  Device& device, const autotune::ProblemShape& shape,
                                                                  const autotune::TimingOptions& timing,
                                                                  uint64_t seed) {
-  // q, out and dout of T rows and k, v of S rows, each of BN (or BN / G) heads by H; the
-  // backward's gradients as many again.
+  // q and out of T rows, k and v of S rows, each of BN (or BN / G) heads by H; the backward
+  // adds dout and the three gradients, as many again. The host holds q, k and v (and dout).
   const long double kv_heads = shape["BN"] / std::max<long double>(shape["G"], 1);  // G < 1 is refused below
-  const long double rows = shape["T"] * 3.0L * shape["BN"] + shape["S"] * 2.0L * kv_heads;
-  const long double elements = rows * spec.head_dim;
-  autotune::check_problem_fits("attention tuning", shape, 2 * elements * dtype_storage_bytes(spec.dtype),
-                               elements * sizeof(double), device.info());
+  const long double q_rows = shape["T"] * static_cast<long double>(shape["BN"]), kv_rows = shape["S"] * kv_heads;
+  const long double forward = (2 * q_rows + 2 * kv_rows) * spec.head_dim;
+  const bool backward = kernel != TunedKernel::forward;
+  autotune::check_problem_fits("attention tuning", shape, (backward ? 2 : 1) * forward * dtype_storage_bytes(spec.dtype),
+                               ((backward ? 2 : 1) * q_rows + 2 * kv_rows) * spec.head_dim * sizeof(double),
+                               device.info());
   return std::make_unique<AttentionCandidateRunner>(spec, kernel, device, shape, timing, seed);
 }
 

@@ -70,6 +70,7 @@ class GemmCandidateRunner final : public autotune::CandidateRunner {
   }
 
   autotune::Measurement measure(const autotune::Config& config) override {
+    auto turn = timer_.take_turn();
     GemmConfig c = gemm_config_of(config, spec_);
     Stream& s = device_.default_stream();
     out_->fill_bytes(0xff);

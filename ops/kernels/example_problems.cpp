@@ -14,7 +14,7 @@ constexpr uint8_t kPoison = 0xff;  // outputs start as NaN (f32) / -1 (i32)
 uint32_t blocks(int64_t n, const dsl::Constants& c, const char* name) {
   const int64_t block = c[name];
   if (block < 1) fail("example problem: {}={} must be at least 1", name, block);
-  return static_cast<uint32_t>((n + block - 1) / block);
+  return static_cast<uint32_t>(n / block + (n % block != 0));
 }
 
 // A dimension as the i32 the kernels take.

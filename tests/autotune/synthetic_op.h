@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <thread>
@@ -74,6 +75,8 @@ class SyntheticRunner : public autotune::CandidateRunner {
     std::this_thread::sleep_for(compile_time);
     --running;
     if (compile_errors.count(config.str())) fail("synthetic compile error for {}", config.str());
+    if (compile_throws.count(config.str())) throw std::bad_alloc();
+    if (device_lost_when_built.count(config.str())) throw DeviceLost("synthetic fault loading " + config.str());
     KernelReport report;
     report.num_threads = int(32 * config["num_warps"]);
     report.cache_entries = {synthetic_entry(config)};
@@ -100,6 +103,8 @@ class SyntheticRunner : public autotune::CandidateRunner {
 
   std::set<std::string> compile_errors, launch_errors, wrong_outputs;
   std::set<std::string> device_lost_by;  // configs whose launch leaves the device unusable
+  std::set<std::string> compile_throws;          // configs whose build throws std::bad_alloc
+  std::set<std::string> device_lost_when_built;  // configs whose build (module load) loses the device
   std::map<std::string, int64_t> shared_bytes;
   std::chrono::milliseconds compile_time{0};
   std::atomic<int> prepares{0}, running{0}, max_running{0};

@@ -213,6 +213,45 @@ TEST_F(TunerTest, ConfigsThatFailAreRecordedAndSkipped) {
   EXPECT_EQ(std::count(measured.begin(), measured.end(), compile_fails.str()), 0) << "a config that did not compile ran";
 }
 
+// Whatever a config's build throws is that config's failure: std::bad_alloc too (a huge tile),
+// which on a compile thread would otherwise end the process.
+TEST_F(TunerTest, ABuildThatThrowsAnythingIsThatConfigsFailure) {
+  Config throws = fastest_of(op_.space.configs());
+  SyntheticRunner runner;
+  runner.compile_throws.insert(throws.str());
+  TuneOptions options = all_configs();
+  options.compile_threads = 4;
+  TuneResult r = tune(op_, shape_, runner, db_, options);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->config, fastest_of(without(op_.space.configs(), {throws})));
+  auto trial = trial_of(throws, runner.device());
+  ASSERT_TRUE(trial);
+  EXPECT_EQ(trial->status, TrialStatus::compile_failed);
+  EXPECT_THAT(trial->detail, HasSubstr("bad_alloc"));
+}
+
+// A build that loses the device (a module load that faults) ends the run as a faulting launch
+// does: recorded for its config alone, nothing measured after it, and skipped by the next run.
+TEST_F(TunerTest, ABuildThatLosesTheDeviceEndsTheRunAndIsSkippedOnResumption) {
+  std::vector<Config> configs = tuner_order();
+  SyntheticRunner lost;
+  lost.device_lost_when_built.insert(configs[1].str());
+  TuneOptions options;
+  options.top_k = 4;
+  EXPECT_THAT(testing_util::error_of([&] { tune(op_, shape_, lost, db_, options); }),
+              HasSubstr(fmt::format("{} left the device unusable: synthetic fault loading", configs[1].str())));
+  EXPECT_TRUE(lost.measured_configs().empty()) << "a config ran on a lost device";
+  ASSERT_TRUE(trial_of(configs[1], lost.device()));
+  EXPECT_EQ(trial_of(configs[1], lost.device())->status, TrialStatus::launch_failed);
+  EXPECT_FALSE(trial_of(configs[0], lost.device()));
+
+  SyntheticRunner fresh;
+  TuneResult r = tune(op_, shape_, fresh, db_, options);
+  EXPECT_EQ(r.reused, 1);
+  EXPECT_EQ(fresh.measured_configs().size(), 3u);
+  ASSERT_TRUE(r.best);
+}
+
 // A fault that leaves the device unusable (a CUDA context after an illegal address) is the
 // faulting config's outcome only: it is recorded, the run ends with an error naming it, and
 // no later config is blamed. A run in a new process goes on past it.

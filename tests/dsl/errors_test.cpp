@@ -619,10 +619,12 @@ TEST(DslErrors, StoreThatWouldBroadcastThePointer) {
   });
   EXPECT_ERROR_AT(msg, kFile, line);
   EXPECT_CONTAINS(msg, "or the mask (tile<1x16xi1>) would broadcast the pointer (tile<16x1xptr<f32>>) to 16x16");
-  // Values and masks smaller than the pointer broadcast to it.
+  // Values and masks smaller than the pointer broadcast to it; dims of 1 may be added to it.
   auto k = define_kernel("k", {"y"}, {}, [](const Constants&, Ptr<f32> y) {
     Tile rows = expand_dims(arange(0, 16), 1), cols = expand_dims(arange(0, 16), 0);
     store(y + rows * 16 + cols, cast(rows, f32), cols < 8);
+    store(y + arange(0, 16), cast(cols, f32));           // (16) pointers, (1, 16) values
+    store(y, full({1}, 2.0, f32));                       // one pointer, one value
   });
   EXPECT_NO_THROW(k.trace(k.constants()));
 }

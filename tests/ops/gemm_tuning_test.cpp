@@ -267,7 +267,7 @@ TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
   EXPECT_TRUE(std::isinf(check(nan).max_abs_error));
 }
 
-// The checked rows fall at every position of a tile, not only at its start: a kernel whose
+// The checked rows fall at many positions of a tile, not only at its start: a kernel whose
 // warps past the first write wrong rows (rows 16 to 47 of every 64 here) must not pass. A of
 // ones and B of row indices keep the reference cheap: every row of the product is the same.
 TEST(GemmTuning, TheRowCheckSeesEveryRowOfATile) {
@@ -289,8 +289,14 @@ TEST(GemmTuning, TheRowCheckSeesEveryRowOfATile) {
 
 TEST(SampledIndices, SpreadOverTheRangeAtEveryOffset) {
   EXPECT_EQ(tilejit::ops::sampled_indices(5, 64), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(tilejit::ops::sampled_indices(5, 5), (std::vector<int64_t>{0, 1, 2, 3, 4}));
   EXPECT_TRUE(tilejit::ops::sampled_indices(0, 64).empty());
+  EXPECT_TRUE(tilejit::ops::sampled_indices(-3, 64).empty());
+  EXPECT_TRUE(tilejit::ops::sampled_indices(100, 0).empty());
   EXPECT_EQ(tilejit::ops::sampled_indices(7, 1), (std::vector<int64_t>{6}));
+  // Stretches of 41 (a multiple of the usual step) still move.
+  std::vector<int64_t> of41 = tilejit::ops::sampled_indices(1312, 32);
+  EXPECT_NE(of41[1] % 41, 0);
   for (auto [n, count, tile] : {std::tuple{4096, 64, 64}, std::tuple{4096, 32, 128}, std::tuple{1000, 64, 16}}) {
     SCOPED_TRACE(fmt::format("{} of {}", count, n));
     std::vector<int64_t> rows = tilejit::ops::sampled_indices(n, count);

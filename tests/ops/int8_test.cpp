@@ -129,6 +129,14 @@ TEST(Int8, QMatmulInt8) {
   }
 }
 
+// No rows of a or no columns of w: an empty result, nothing launched that could fail.
+TEST(Int8, QMatmulInt8WithNoRowsOrColumns) {
+  Tensor a = Tensor::empty(emu(), DType::f32, {0, 5}), w = Tensor::empty(emu(), DType::f32, {5, 3});
+  EXPECT_EQ(tilejit::ops::q_matmul_int8(a, w).shape(), (std::vector<int64_t>{0, 3}));
+  Tensor a4 = Tensor::empty(emu(), DType::bf16, {4, 5}), w0 = Tensor::empty(emu(), DType::bf16, {5, 0});
+  EXPECT_EQ(tilejit::ops::q_matmul_int8(a4, w0).shape(), (std::vector<int64_t>{4, 0}));
+}
+
 // f16: the reference's i32 sums (here up to 127 * 127 * 150) pass 65504 once rounded to f16, and
 // so does a_s * w_s when max|a| * max|w| < 127^2 / 65504 (here 0.03): its result is inf or 0
 // there. The kernel rounds acc / (a_s * w_s) once and stays finite (ops/int8.h).

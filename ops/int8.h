@@ -3,7 +3,8 @@
 //
 //   quant_int8(x)          = clip(round_half_to_even(x), -127, 127) as i8 (never -128; NaN is 0,
 //                            as XLA converts it)
-//   matmul_true_int8(a, b) = the exact i32 product of i8 operands
+//   matmul_true_int8(a, b) = the exact i32 product of i8 operands (from K = 133,145 on, sums of
+//                            127 * 127 can pass 2^31 and wrap, as XLA's i32 dot does)
 //   q_matmul_int8(a, w)    = i32_matmul(quant_int8(a * a_s), quant_int8(w * w_s)) / (a_s * w_s)
 //                            with a_s = 127 / max|a| per row, w_s = 127 / max|w| per column
 //

@@ -25,7 +25,7 @@ Tile load_vector(const NamedTiles& in, const std::string& name, const Tile& inde
 Tile activate(Activation activation, const Tile& x) {
   switch (activation) {
     case Activation::none: return x;
-    case Activation::relu: return maximum(x, 0.0);
+    case Activation::relu: return where(x < 0.0, 0.0, x);  // NaN stays NaN (maximum would give 0)
     case Activation::gelu_tanh: {
       const double k = std::sqrt(2.0 / std::numbers::pi);
       return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));

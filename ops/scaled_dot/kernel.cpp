@@ -141,11 +141,14 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
             // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
             // tiny rhs one would pass f32's range on the way to a result inside it. Where the
             // factor itself leaves f32's normal range (2^100 x 2^30), the sum takes the scales
-            // one at a time instead, the one that moves it towards that range first.
+            // one at a time instead, the one that moves it towards that range first. A scale of
+            // 0 makes its side's products 0: the factor 0 stands (one at a time, a huge other
+            // scale would take the sum to inf first, and inf x 0 is NaN).
             Tile factor = *ls * *rs;                               // (BLOCK_M, BLOCK_N)
             Tile magnitude = abs(factor);
-            Tile normal =
-                magnitude >= std::numeric_limits<float>::min() && magnitude <= std::numeric_limits<float>::max();
+            Tile normal = (magnitude >= std::numeric_limits<float>::min() &&
+                           magnitude <= std::numeric_limits<float>::max()) ||
+                          *ls == 0.0 || *rs == 0.0;
             Tile l_smaller = abs(*ls) <= abs(*rs);
             Tile first = where(magnitude > 1.0, where(l_smaller, *ls, *rs), where(l_smaller, *rs, *ls));
             Tile second = where(magnitude > 1.0, where(l_smaller, *rs, *ls), where(l_smaller, *ls, *rs));

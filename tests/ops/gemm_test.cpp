@@ -102,6 +102,25 @@ TEST(Gemm, BatchesAndBroadcasting) {
   check_gemm(t, rng);
 }
 
+// relu keeps NaN, as jax.nn.relu does: a NaN in A makes its row of the output NaN (a max with
+// 0 would turn it into 0).
+TEST(Gemm, ReluKeepsNaN) {
+  TJ_SEEDED_RNG(rng);
+  const int64_t m = 16, n = 16, k = 32;
+  Host a = random_host(DType::bf16, size_t(m * k), rng, -1, 1), b = random_host(DType::bf16, size_t(k * n), rng, -1, 1);
+  a.set(size_t(3 * k + 5), NAN);  // row 3
+  tilejit::ops::GemmOptions o;
+  o.activation = Activation::relu;
+  o.out_dtype = DType::f32;
+  Host out = download(tilejit::ops::gemm(upload(a, {m, k}), upload(b, {k, n}), o));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const LD v = out.get(size_t(i * n + j));
+      if (i == 3) EXPECT_TRUE(std::isnan(v)) << i << ", " << j;
+      else EXPECT_TRUE(v >= 0) << i << ", " << j << ": " << double(v);
+    }
+}
+
 TEST(Gemm, EpilogueSteps) {
   TJ_SEEDED_RNG(rng);
   Tensor placeholder_f32 = Tensor::empty(emu(), DType::f32, {1});

@@ -328,6 +328,29 @@ TEST(ScaledDot, InfinitiesAndNaNsInTheOperands) {
       }
 }
 
+// A bf16 scale of 0 makes its side's products 0, also where the other side's scale is huge
+// (2^106: 448 x 448 x 2^106 x 32 passes f32 before a 0 would take it back): 0, not inf x 0.
+TEST(ScaledDot, AZeroScaleMeetingAHugeOneGivesZero) {
+  TJ_SEEDED_RNG(rng);
+  const int64_t m = 4, k = 64, n = 4;
+  for (const char* arch : {"emu:sm_90a", "emu:sm_80"})
+    for (int64_t block : {32, 16}) {
+      ScaledDotCall c;
+      c.options.preferred_element_type = f32;
+      make_operand(c.lhs, c.lhs_scale, e4m3, bf16, {m, k}, {1, block}, rng);
+      make_operand(c.rhs, c.rhs_scale, e4m3, e8m0, {k, n}, {block, 1}, rng);
+      for (Host* h : {&c.lhs.values, &c.rhs.values})
+        for (size_t i = 0; i < h->size(); ++i) h->set(i, 448);
+      for (size_t i = 0; i < c.rhs_scale->values.size(); ++i) c.rhs_scale->values.set(i, std::ldexp(LD{1}, 106));
+      // Row 0's scales 0, the other rows' 2^-30 (their sums stay within f32).
+      for (size_t i = 0; i < c.lhs_scale->values.size(); ++i)
+        c.lhs_scale->values.set(i, i < size_t(k / block) ? 0 : std::ldexp(LD{1}, -30));
+      Reference ref = reference_scaled_dot(c.lhs, c.rhs, &*c.lhs_scale, &*c.rhs_scale, DotDimensionNumbers{{1}, {0}, {}, {}});
+      for (int64_t j = 0; j < n; ++j) ASSERT_EQ(ref.sum[size_t(j)], 0) << "the reference's own row 0";
+      expect_scaled_dot(std::string(arch) + ", block " + std::to_string(block), c, Device::by_name(arch));
+    }
+}
+
 TEST(ScaledDot, OtherArchitectures) {
   TJ_SEEDED_RNG(rng);
   for (const char* arch : {"emu:sm_80", "emu:sm_89"}) {

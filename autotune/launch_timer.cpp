@@ -30,7 +30,8 @@ std::recursive_mutex& device_turns(const Device& device) {
 
 }  // namespace
 
-LaunchTimer::LaunchTimer(Device& device, TimingOptions options) : device_(device), options_(options) {
+LaunchTimer::LaunchTimer(Device& device, TimingOptions options)
+    : device_(device), options_(options), turns_(device_turns(device)) {
   if (options_.warmup < 0 || options_.repeats < 1)
     fail("launch timing: needs at least one timed run and no negative count, got {} warm-up and {} timed runs",
          options_.warmup, options_.repeats);
@@ -44,9 +45,7 @@ LaunchTimer::~LaunchTimer() {
   if (l2_scratch_) device_.free(l2_scratch_);
 }
 
-std::unique_lock<std::recursive_mutex> LaunchTimer::take_turn() const {
-  return std::unique_lock(device_turns(device_));
-}
+std::unique_lock<std::recursive_mutex> LaunchTimer::take_turn() const { return std::unique_lock(turns_); }
 
 double LaunchTimer::median_ms(const std::function<void(Stream&)>& launch) {
   auto turn = take_turn();

@@ -41,6 +41,7 @@ class LaunchTimer {
  private:
   Device& device_;
   TimingOptions options_;
+  std::recursive_mutex& turns_;  // the device's, shared by every timer of it
   void* l2_scratch_ = nullptr;
   size_t l2_bytes_ = 0;
 };

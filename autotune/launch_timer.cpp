@@ -42,7 +42,7 @@ LaunchTimer::LaunchTimer(Device& device, TimingOptions options)
 }
 
 LaunchTimer::~LaunchTimer() {
-  if (l2_scratch_) device_.free(l2_scratch_);
+  if (l2_scratch_) device_.release(l2_scratch_);
 }
 
 std::unique_lock<std::recursive_mutex> LaunchTimer::take_turn() const { return std::unique_lock(turns_); }

@@ -10,7 +10,9 @@
 //   gemm_bench --benchmark_filter=bf16 --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <random>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -35,7 +37,16 @@ struct Operands {
   Tensor a, b, out;
 };
 
-Operands make_operands(Device& gpu, const GemmCase& c) {
+std::map<std::string, Operands> operand_sets;  // emptied in main, while the driver is still up
+
+// One set of random operands per problem, made at its first use and shared by every
+// benchmark and repetition of it: drawing 8192 x 8192 random elements on the host takes
+// seconds, longer than the timing itself.
+
+const Operands& operands_for(Device& gpu, const GemmCase& c) {
+  std::string key = fmt::format("{} {} {}x{}x{} {}", dtype_name(c.operands), dtype_name(c.out), c.m, c.n, c.k,
+                                c.b_transposed ? "(N, K)" : "(K, N)");
+  if (auto it = operand_sets.find(key); it != operand_sets.end()) return it->second;
   std::mt19937_64 rng(42);
   auto random = [&](std::vector<int64_t> shape) {
     Tensor t = Tensor::empty(gpu, c.operands, shape);
@@ -45,7 +56,7 @@ Operands make_operands(Device& gpu, const GemmCase& c) {
   };
   Tensor a = random({c.m, c.k});
   Tensor b = c.b_transposed ? random({c.n, c.k}) : random({c.k, c.n});
-  return {a, b, Tensor::empty(gpu, c.out, {c.m, c.n})};
+  return operand_sets.emplace(key, Operands{a, b, Tensor::empty(gpu, c.out, {c.m, c.n})}).first->second;
 }
 
 // Times `call` once per iteration between events; reports TFLOP/s.
@@ -83,7 +94,7 @@ ops::GemmOptions options_of(const GemmCase& c) {
 void BM_Tilejit(benchmark::State& state, GemmCase c) {
   if (skip_without_gpu(state)) return;
   Device& gpu = Device::cuda(0);
-  Operands x = make_operands(gpu, c);
+  const Operands& x = operands_for(gpu, c);
   ops::GemmOptions o = options_of(c);
   time_on_gpu(state, gpu, c, [&](Stream& s) { ops::gemm(x.a, x.b, x.out, o, &s); });
 }
@@ -124,7 +135,7 @@ gd::GemmConfig schedule_config(const gd::GemmProblem& p, Schedule schedule, Devi
 void BM_TilejitSchedule(benchmark::State& state, GemmCase c, Schedule schedule) {
   if (skip_without_gpu(state)) return;
   Device& gpu = Device::cuda(0);
-  Operands x = make_operands(gpu, c);
+  const Operands& x = operands_for(gpu, c);
   ops::GemmOptions o = options_of(c);  // the problem points to it
   gd::GemmProblem p = gd::check_gemm(x.a, x.b, o, &x.out);
   gd::set_output(p, x.out);
@@ -143,7 +154,7 @@ void BM_TilejitSchedule(benchmark::State& state, GemmCase c, Schedule schedule) 
 void BM_CublasLt(benchmark::State& state, GemmCase c) {
   if (skip_without_gpu(state)) return;
   Device& gpu = Device::cuda(0);
-  Operands x = make_operands(gpu, c);
+  const Operands& x = operands_for(gpu, c);
   try {
     bench::CublasLtGemm peer(
         gpu, {c.operands, c.out, c.operands == DType::f32, c.m, c.n, c.k, c.b_transposed, c.fast_accumulation});
@@ -192,6 +203,7 @@ int main(int argc, char** argv) {
   register_schedules("fp8_e4m3_8192x8192x4096", {DType::f8e4m3, DType::bf16, 8192, 8192, 4096, true});
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
+  operand_sets.clear();
   benchmark::Shutdown();
   return 0;
 }

@@ -39,6 +39,10 @@ def scaled_dot_problem(small):
     return dict(B=1, M=64, N=64, K=128, BLOCK=32) if small else dict(B=1, M=8192, N=8192, K=8192, BLOCK=32)
 
 
+def dims(p):
+    return " ".join(f"{k}={v}" for k, v in p.items())
+
+
 def attention_flops(p, causal, backward):
     forward = 4.0 * p["B"] * p["N"] * p["T"] * p["S"] * p["H"] / (2 if causal else 1)
     return forward * (2.5 if backward else 1)  # five products of the forward's two, as flash-attention counts
@@ -153,6 +157,7 @@ def jax_scaled_dot_ms(p):
 # --- the run -------------------------------------------------------------------------------
 
 def measure(name, flops, fn, rows):
+    started = time.perf_counter()
     try:
         ms = fn()
         rows.append({"name": name, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12})
@@ -160,10 +165,11 @@ def measure(name, flops, fn, rows):
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         rows.append({"name": name, "unavailable": f"{type(e).__name__}: {reason}"[:200]})
     row = rows[-1]
+    took = f"(measured in {time.perf_counter() - started:.0f} s)"  # for budgeting a GPU session
     if "ms" in row:
-        print(f"  {name:<44} {row['ms']:10.3f} ms {row['tflops']:9.1f} TFLOP/s", flush=True)
+        print(f"  {name:<44} {row['ms']:10.3f} ms {row['tflops']:9.1f} TFLOP/s  {took}", flush=True)
     else:
-        print(f"  {name:<44} unavailable ({row['unavailable']})", flush=True)
+        print(f"  {name:<44} unavailable ({row['unavailable']})  {took}", flush=True)
 
 
 def main():
@@ -175,31 +181,34 @@ def main():
     device = "emu" if o.small else "cuda"
     results = {}
 
-    p = attention_problem(o.small)
-    dims = " ".join(f"{k}={v}" for k, v in p.items())
-    for causal in (False, True):
-        for backward in (False, True):
-            title = f"attention {'backward' if backward else 'forward'} bf16 {dims}{' causal' if causal else ''}"
-            print(title, flush=True)
-            flops, rows = attention_flops(p, causal, backward), []
-            sets = dict(p, CAUSAL=1) if causal else dict(p)
-            op = "attention_backward" if backward else "attention"
-            measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, op, sets, device), rows)
-            for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"):
-                measure(f"torch sdpa {backend.lower()}", flops,
-                        lambda: torch_sdpa_ms(p, causal, backward, backend), rows)
-            for implementation in ("xla", "cudnn"):
-                measure(f"jax.nn.dot_product_attention {implementation}", flops,
-                        lambda: jax_attention_ms(p, causal, backward, implementation), rows)
-            results[title] = rows
+    def attention(p, causal, backward):
+        title = f"attention {'backward' if backward else 'forward'} bf16 {dims(p)}{' causal' if causal else ''}"
+        print(title, flush=True)
+        flops, rows = attention_flops(p, causal, backward), []
+        sets = dict(p, CAUSAL=1) if causal else dict(p)
+        op = "attention_backward" if backward else "attention"
+        measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, op, sets, device), rows)
+        for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"):
+            measure(f"torch sdpa {backend.lower()}", flops, lambda: torch_sdpa_ms(p, causal, backward, backend), rows)
+        for implementation in ("xla", "cudnn"):
+            measure(f"jax.nn.dot_product_attention {implementation}", flops,
+                    lambda: jax_attention_ms(p, causal, backward, implementation), rows)
+        results[title] = rows
 
-    p = scaled_dot_problem(o.small)
-    title = "scaled_dot e4m3 x e4m3, e8m0 scales, bf16 out " + " ".join(f"{k}={v}" for k, v in p.items())
-    print(title, flush=True)
-    flops, rows = 2.0 * p["B"] * p["M"] * p["N"] * p["K"], []
-    measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, "scaled_dot", p, device), rows)
-    measure("jax.lax.scaled_dot", flops, lambda: jax_scaled_dot_ms(p), rows)
-    results[title] = rows
+    def scaled_dot(p):
+        title = "scaled_dot e4m3 x e4m3, e8m0 scales, bf16 out " + dims(p)
+        print(title, flush=True)
+        flops, rows = 2.0 * p["B"] * p["M"] * p["N"] * p["K"], []
+        measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, "scaled_dot", p, device), rows)
+        measure("jax.lax.scaled_dot", flops, lambda: jax_scaled_dot_ms(p), rows)
+        results[title] = rows
+
+    # Most wanted first: a run cut off by its time limit still has these.
+    attention(attention_problem(o.small), causal=False, backward=False)
+    attention(attention_problem(o.small), causal=False, backward=True)
+    scaled_dot(scaled_dot_problem(o.small))
+    attention(attention_problem(o.small), causal=True, backward=False)
+    attention(attention_problem(o.small), causal=True, backward=True)
 
     if o.json:
         with open(o.json, "w") as f:

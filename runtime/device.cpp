@@ -1,6 +1,7 @@
 #include "runtime/device.h"
 
 #include "codegen/tma_box.h"
+#include "dsl/log.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/emu/emu_device.h"
@@ -63,6 +64,14 @@ float Event::elapsed_ms(const Event& end) const {
 void Device::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   copy_async(dst, src, bytes, kind, default_stream());
   default_stream().synchronize();
+}
+
+void Device::release(void* ptr) noexcept {
+  try {
+    free(ptr);
+  } catch (const std::exception& e) {
+    log::warn("freeing {} on {} failed: {}", ptr, info().name, e.what());
+  }
 }
 
 Device& Device::emu() { return emu_device(); }

@@ -92,7 +92,7 @@ Tensor Tensor::empty(Device& device, DType dtype, std::vector<int64_t> shape) {
   Tensor t = unallocated(device, dtype, std::move(shape), "Tensor::empty");
   void* p = device.allocate(t.allocation_bytes());
   t.data_ = p;
-  t.storage_ = std::shared_ptr<void>(p, [&device](void* q) { device.free(q); });
+  t.storage_ = std::shared_ptr<void>(p, [&device](void* q) { device.release(q); });
   return t;
 }
 

@@ -1,10 +1,12 @@
 #include "runtime/cuda/driver_api.h"
 
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "dsl/error.h"
 #include "dsl/log.h"
@@ -12,6 +14,15 @@
 
 namespace tilejit::cuda {
 namespace {
+
+// Each function's version is the one whose ABI cuda.h declares: the toolkit's typedef of that
+// version has the same type as the declaration (a toolkit that changes a declaration stops
+// the build here instead of calling through the wrong ABI).
+#define TILEJIT_CUDA_CHECK_ABI(name, version)                            \
+  static_assert(std::is_same_v<decltype(&::name), PFN_##name##_v##version>, \
+                #name ": cuda.h declares another ABI than that of CUDA version " #version);
+TILEJIT_CUDA_DRIVER_FUNCTIONS(TILEJIT_CUDA_CHECK_ABI)
+#undef TILEJIT_CUDA_CHECK_ABI
 
 // The outcome of loading the driver: the table, or why there is none.
 struct LoadedDriver {
@@ -76,18 +87,18 @@ LoadedDriver load_driver() {
   auto api = std::make_unique<DriverApi>();
   CUresult init_result = init(0);
   if (get_version(&api->version) != CUDA_SUCCESS) api->version = 0;
-  // Asking for a version newer than the driver's is an error, so ask for the older of the two.
-  int abi_version = std::min(CUDA_VERSION, api->version);
   std::string missing;
-  auto resolve = [&](const char* name, void** slot) {
+  // Asking for a version newer than the driver's is an error, so ask for the older of the two.
+  auto resolve = [&](const char* name, int declared_version, void** slot) {
     CUdriverProcAddressQueryResult status{};
-    if (get_proc(name, slot, abi_version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS || !*slot) {
+    const int version = std::min(declared_version, api->version);
+    if (get_proc(name, slot, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS || !*slot) {
       *slot = nullptr;
       missing += missing.empty() ? name : fmt::format(", {}", name);
     }
   };
   // #name is the base name cuGetProcAddress wants ("cuMemAlloc"); the member is the versioned one.
-#define TILEJIT_CUDA_RESOLVE(name) resolve(#name, reinterpret_cast<void**>(&api->name));
+#define TILEJIT_CUDA_RESOLVE(name, version) resolve(#name, version, reinterpret_cast<void**>(&api->name));
   TILEJIT_CUDA_DRIVER_FUNCTIONS(TILEJIT_CUDA_RESOLVE)
 #undef TILEJIT_CUDA_RESOLVE
   if (init_result != CUDA_SUCCESS) {

@@ -2,9 +2,12 @@
 // links and runs on machines with no GPU and no driver. The toolkit's cuda.h gives the types;
 // this header is internal to runtime/ (no header users include may include it).
 //
-// Functions are resolved with cuGetProcAddress at the CUDA version cuda.h declares (or the
-// driver's, when older), so each pointer has exactly the ABI of its declaration in cuda.h
-// (cuMemAlloc is cuMemAlloc_v2, and so on).
+// Each function is resolved with cuGetProcAddress at the CUDA version of its declaration in
+// cuda.h (or the driver's, when older), so each pointer has exactly the ABI it is called with.
+// That version is per function, not cuda.h's CUDA_VERSION: CUDA 13.0's cuda.h still declares
+// cuCtxSynchronize(void), while "cuCtxSynchronize" at 13.0 is cuCtxSynchronize_v2(CUcontext).
+// driver_api.cpp checks each version against the toolkit's PFN_<name>_v<version> typedef at
+// compile time.
 #pragma once
 
 #include <cuda.h>
@@ -13,54 +16,55 @@
 #include <string_view>
 
 // Every driver function tilejit calls besides the bootstrap ones (cuInit, cuDriverGetVersion,
-// cuGetProcAddress), which driver_api.cpp resolves with dlsym.
-#define TILEJIT_CUDA_DRIVER_FUNCTIONS(X) \
-  X(cuDeviceGetCount)                    \
-  X(cuDeviceGet)                         \
-  X(cuDeviceGetName)                     \
-  X(cuDeviceGetAttribute)                \
-  X(cuDeviceTotalMem)                    \
-  X(cuDevicePrimaryCtxRetain)            \
-  X(cuDevicePrimaryCtxRelease)           \
-  X(cuCtxSetCurrent)                     \
-  X(cuCtxSynchronize)                    \
-  X(cuStreamCreate)                      \
-  X(cuStreamDestroy)                     \
-  X(cuStreamSynchronize)                 \
-  X(cuStreamQuery)                       \
-  X(cuEventCreate)                       \
-  X(cuEventRecord)                       \
-  X(cuEventSynchronize)                  \
-  X(cuEventElapsedTime)                  \
-  X(cuEventDestroy)                      \
-  X(cuMemAlloc)                          \
-  X(cuMemFree)                           \
-  X(cuMemPoolCreate)                     \
-  X(cuMemPoolSetAttribute)               \
-  X(cuMemAllocFromPoolAsync)             \
-  X(cuMemFreeAsync)                      \
-  X(cuMemPoolTrimTo)                     \
-  X(cuMemsetD8Async)                     \
-  X(cuMemcpyHtoDAsync)                   \
-  X(cuMemcpyDtoHAsync)                   \
-  X(cuMemcpyDtoDAsync)                   \
-  X(cuModuleLoadDataEx)                  \
-  X(cuModuleUnload)                      \
-  X(cuModuleGetFunction)                 \
-  X(cuFuncSetAttribute)                  \
-  X(cuFuncGetAttribute)                  \
-  X(cuLaunchKernel)                      \
-  X(cuLaunchKernelEx)                    \
-  X(cuTensorMapEncodeTiled)              \
-  X(cuGetErrorName)                      \
-  X(cuGetErrorString)
+// cuGetProcAddress), which driver_api.cpp resolves with dlsym, with the CUDA version of the
+// ABI cuda.h declares for it (cuMemAlloc is cuMemAlloc_v2, of CUDA 3.2).
+#define TILEJIT_CUDA_DRIVER_FUNCTIONS(X)     \
+  X(cuDeviceGetCount, 2000)                  \
+  X(cuDeviceGet, 2000)                       \
+  X(cuDeviceGetName, 2000)                   \
+  X(cuDeviceGetAttribute, 2000)              \
+  X(cuDeviceTotalMem, 3020)                  \
+  X(cuDevicePrimaryCtxRetain, 7000)          \
+  X(cuDevicePrimaryCtxRelease, 11000)        \
+  X(cuCtxSetCurrent, 4000)                   \
+  X(cuCtxSynchronize, 2000)                  \
+  X(cuStreamCreate, 2000)                    \
+  X(cuStreamDestroy, 4000)                   \
+  X(cuStreamSynchronize, 2000)               \
+  X(cuStreamQuery, 2000)                     \
+  X(cuEventCreate, 2000)                     \
+  X(cuEventRecord, 2000)                     \
+  X(cuEventSynchronize, 2000)                \
+  X(cuEventElapsedTime, 12080)               \
+  X(cuEventDestroy, 4000)                    \
+  X(cuMemAlloc, 3020)                        \
+  X(cuMemFree, 3020)                         \
+  X(cuMemPoolCreate, 11020)                  \
+  X(cuMemPoolSetAttribute, 11020)            \
+  X(cuMemAllocFromPoolAsync, 11020)          \
+  X(cuMemFreeAsync, 11020)                   \
+  X(cuMemPoolTrimTo, 11020)                  \
+  X(cuMemsetD8Async, 3020)                   \
+  X(cuMemcpyHtoDAsync, 3020)                 \
+  X(cuMemcpyDtoHAsync, 3020)                 \
+  X(cuMemcpyDtoDAsync, 3020)                 \
+  X(cuModuleLoadDataEx, 2010)                \
+  X(cuModuleUnload, 2000)                    \
+  X(cuModuleGetFunction, 2000)               \
+  X(cuFuncSetAttribute, 9000)                \
+  X(cuFuncGetAttribute, 2020)                \
+  X(cuLaunchKernel, 4000)                    \
+  X(cuLaunchKernelEx, 11060)                 \
+  X(cuTensorMapEncodeTiled, 12000)           \
+  X(cuGetErrorName, 6000)                    \
+  X(cuGetErrorString, 6000)
 
 namespace tilejit::cuda {
 
 // One pointer per function. A member is named after the macro-expanded name (cuMemAlloc_v2),
 // and so is every use of `api.cuMemAlloc`, so the two always agree.
 struct DriverApi {
-#define TILEJIT_CUDA_DECLARE_MEMBER(name) decltype(&::name) name = nullptr;
+#define TILEJIT_CUDA_DECLARE_MEMBER(name, version) decltype(&::name) name = nullptr;
   TILEJIT_CUDA_DRIVER_FUNCTIONS(TILEJIT_CUDA_DECLARE_MEMBER)
 #undef TILEJIT_CUDA_DECLARE_MEMBER
   int version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor

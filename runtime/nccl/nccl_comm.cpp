@@ -154,6 +154,10 @@ void NcclComm::abort_and_fail(int result, const char* call) {
 
 void NcclComm::finish(int result_code, const char* call, std::unique_lock<std::mutex>& lock) {
   auto result = static_cast<ncclResult_t>(result_code);
+  // A call may return ncclSuccess while the work it started still runs: ncclCommSplit does
+  // (NCCL 2.28), and only the communicator's state, set before the call returns, says so. So
+  // success is confirmed by that state, as ncclInProgress is waited out.
+  if (result == ncclSuccess) result = ncclInProgress;
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + timeout_;
   while (result == ncclInProgress) {
@@ -246,7 +250,8 @@ std::unique_ptr<NcclComm> NcclComm::split(int color, int key) {
     make_current();
     ncclConfig_t config = nonblocking_config();
     // NCCL writes the new communicator into child->comm_ only when the split's job, which the
-    // parent's poll waits for, has finished: until then the handle reads null.
+    // parent's poll waits for, has finished: until then the handle reads null. The call itself
+    // returns ncclSuccess while that job still runs (see finish).
     ncclResult_t r = api().ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child->comm_, &config);
     try {
       finish(r, "ncclCommSplit", lock);

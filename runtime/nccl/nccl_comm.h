@@ -88,7 +88,8 @@ class NcclComm {
   NcclComm(Device& device, std::chrono::milliseconds timeout);
   void make_current() const;
   ncclComm* live(const char* call);  // the handle, or throws when aborted or destroyed
-  // Turns the result of `call` into success or a tilejit::Error, polling while it is in progress.
+  // Turns the result of `call` into success or a tilejit::Error, polling the state while it is in
+  // progress (and once after a success).
   void finish(int result, const char* call, std::unique_lock<std::mutex>& lock);
   void read_rank_and_size();
   // comm_'s asynchronous state: ncclInProgress, ncclSuccess or its error (mutex_ held).

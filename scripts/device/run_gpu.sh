@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the project root with .device/ carried over (bundle.sh makes it):
 # the whole GPU session in one command, most important first, within BUDGET seconds (default
-# 560, for a command limit of 600): the gpu tests, gemm against cuBLASLt, attention and
-# scaled_dot against PyTorch and JAX, the tuned packs of caches/ (tune_pack.sh), the collectives,
+# 560, for a command limit of 600): the gpu tests (each in its own process) and the collectives'
+# tests, gemm against cuBLASLt, attention and scaled_dot against PyTorch and JAX, the tuned
+# packs of caches/ (tune_pack.sh),
 # the gemm schedules, the runtime and collectives benchmarks, every registered kernel with its
 # PTX dumped (scripts/sass_report.sh reads it back here), and the autotuner's benchmarks. What
 # comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs. Naming steps
@@ -13,17 +14,22 @@ cd "$(dirname "$0")/../.."
 source scripts/device/environment.sh
 source scripts/device/steps.sh
 start_steps "${1:-560}" "${@:2}"
-bench_args=(--benchmark_repetitions=3 --benchmark_min_time=0.2s --benchmark_report_aggregates_only=true)
+# The bundled Google Benchmark (Debian's 1.7) takes --benchmark_min_time in plain seconds.
+bench_args=(--benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true)
 
 { nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv
   $b/tilejit info
   echo "libraries not found:"; ldd $b/* | grep 'not found' | sort -u; } >"$logs/machine.log" 2>&1
 cat "$logs/machine.log"
-step test_gpu 150 $b/test_gpu
-step gemm_bench 100 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
-step peers 120 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
+step test_gpu 120 bash scripts/device/each_test.sh $b/test_gpu
+# Where a kernel faults (an illegal instruction, address, ...), the sanitizer names it and the
+# faulting instruction; a clean run says so in a few seconds.
+step sanitize_descriptors 40 "$CUDA_HOME/bin/compute-sanitizer" --tool memcheck --print-limit 4 \
+  $b/test_gpu --gtest_filter='Gpu/DescriptorCopyOnGpu.*'
+step test_gpu_collectives 40 bash scripts/device/each_test.sh $b/test_gpu_collectives
+step gemm_bench 80 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
+step peers 150 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
 step tune_pack_gemm 120 bash scripts/device/tune_pack.sh gemm
-step test_gpu_collectives 45 $b/test_gpu_collectives
 step tune_pack_attention 150 bash scripts/device/tune_pack.sh attention
 step gemm_schedules 60 $b/gemm_bench --benchmark_filter='^tilejit_schedule/' "${bench_args[@]}"
 step runtime_bench 30 $b/runtime_bench "${bench_args[@]}"

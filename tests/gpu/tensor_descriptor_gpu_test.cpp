@@ -14,21 +14,22 @@ namespace {
     if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no GPU: " << tilejit::cuda_driver_status(); \
   } while (0)
 
-TEST(DescriptorsOnGpu, BlocksMatchTheTensorBitForBit) {
+// One test per case, so that a case that faults is named (run each test in its own process,
+// as scripts/device/each_test.sh does, and a fault fails only its own case).
+class DescriptorCopyOnGpu : public ::testing::TestWithParam<CopyCase> {};
+
+TEST_P(DescriptorCopyOnGpu, BlocksMatchTheTensorBitForBit) {
   REQUIRE_GPU();
-  for (const CopyCase& c : copy_cases({"cuda"})) {
-    SCOPED_TRACE(case_name(c));
-    check_descriptor_copy(c, Device::cuda(0));
-  }
+  check_descriptor_copy(GetParam(), Device::cuda(0));
 }
 
-TEST(DescriptorsOnGpu, StoredBlocksLandInTheTensorBitForBit) {
+TEST_P(DescriptorCopyOnGpu, StoredBlocksLandInTheTensorBitForBit) {
   REQUIRE_GPU();
-  for (const CopyCase& c : copy_cases({"cuda"})) {
-    SCOPED_TRACE(case_name(c));
-    check_descriptor_store(c, Device::cuda(0));
-  }
+  check_descriptor_store(GetParam(), Device::cuda(0));
 }
+
+INSTANTIATE_TEST_SUITE_P(Gpu, DescriptorCopyOnGpu, ::testing::ValuesIn(copy_cases({"cuda"})),
+                         [](const auto& info) { return case_name(info.param); });
 
 TEST(DescriptorsOnGpu, GemmMatchesTheReference) {
   REQUIRE_GPU();

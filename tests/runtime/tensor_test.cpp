@@ -120,6 +120,21 @@ TEST(Tensor, EventsAreUsedOnTheirDeviceWhileTheyHoldAHandle) {
   EXPECT_THAT(error_of([&] { moved.elapsed_ms(start); }), HasSubstr("elapsed_ms of an event that was moved from"));
 }
 
+// A tensor's memory goes back through release, which a destructor may call: where free
+// fails (here a pointer the device never gave out; on a GPU, a context lost to a kernel
+// fault) release logs the failure instead of throwing out of a destructor.
+TEST(Tensor, ReleaseLogsWhatFreeThrows) {
+  Device& emu = Device::emu();
+  int not_an_allocation = 0;
+  EXPECT_THAT(error_of([&] { emu.free(&not_an_allocation); }), HasSubstr("which is not an allocation"));
+  testing::internal::CaptureStderr();
+  emu.release(&not_an_allocation);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("which is not an allocation"));
+  void* p = emu.allocate(16);
+  emu.release(p);
+  EXPECT_THAT(error_of([&] { emu.free(p); }), HasSubstr("which is not an allocation")) << "released twice";
+}
+
 TEST(Tensor, DeviceNamesOutOfRangeAreErrors) {
   EXPECT_THAT(error_of([] { Device::by_name("cuda:99999999999"); }), HasSubstr("unknown device 'cuda:99999999999'"));
 }

@@ -6,6 +6,7 @@
 #include "autotune/config_choice.h"
 #include "autotune/parallel.h"
 #include "autotune/resource_limits.h"
+#include "autotune/trial_mark.h"
 #include "dsl/error.h"
 #include "dsl/log.h"
 #include "runtime/device_lost.h"
@@ -68,6 +69,19 @@ TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const B
   }
 }
 
+// The recorded trial of `config`, if any. A mark of a tuner measuring it now counts as none
+// (this run measures it too); a mark that outlived its process is recorded as the config's
+// failure (trial_mark.h).
+std::optional<TrialRecord> recorded_trial(TuningDatabase& db, const TuningKey& key, const ProblemShape& shape,
+                                          const Config& config) {
+  std::optional<TrialRecord> trial = db.trial(key, shape, config);
+  if (!trial || trial->status != TrialStatus::running) return trial;
+  if (!mark_outlived_its_process(*trial)) return std::nullopt;
+  TrialRecord failure = failure_of_ended_run(*trial);
+  db.record_trial(key, shape, config, failure);
+  return failure;
+}
+
 }  // namespace
 
 bool takes_a_top_k_place(TrialStatus status) {
@@ -87,7 +101,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   for (size_t next = 0; progress.done < options.top_k && next < ranked.size() && !result.interrupted;) {
     size_t count = std::min(ranked.size() - next, size_t(options.top_k - progress.done));
     std::vector<std::optional<TrialRecord>> recorded(count);
-    for (size_t i = 0; i < count; ++i) recorded[i] = db.trial(result.key, shape, ranked[next + i]);
+    for (size_t i = 0; i < count; ++i) recorded[i] = recorded_trial(db, result.key, shape, ranked[next + i]);
     std::vector<Build> builds(count);
     run_in_parallel(count, options.compile_threads, [&](size_t i) {
       if (recorded[i]) return;
@@ -123,6 +137,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
         candidate.trial = *recorded[i];
         ++result.reused;
       } else {
+        db.record_trial(result.key, shape, config, running_mark());
         try {
           candidate.trial = run_candidate(runner, config, builds[i]);
         } catch (const DeviceLost& e) {

@@ -13,8 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr TrialStatus kStatuses[] = {TrialStatus::ok, TrialStatus::wrong, TrialStatus::launch_failed,
-                                     TrialStatus::compile_failed, TrialStatus::over_limits};
+constexpr TrialStatus kStatuses[] = {TrialStatus::ok,          TrialStatus::wrong,
+                                     TrialStatus::launch_failed, TrialStatus::compile_failed,
+                                     TrialStatus::over_limits,   TrialStatus::running};
 
 json named_to_json(const NamedValues& named) {
   json out = json::array();
@@ -122,8 +123,12 @@ std::optional<TrialRecord> decode_trial(std::string_view text) {
     std::string status = j.at("status").get<std::string>();
     for (TrialStatus s : kStatuses)
       if (status == trial_status_name(s))
-        return TrialRecord{s, j.at("ms").get<double>(), j.at("detail").get<std::string>(),
-                           kernel_entries_from_json(j)};
+        return TrialRecord{s,
+                           j.at("ms").get<double>(),
+                           j.at("detail").get<std::string>(),
+                           kernel_entries_from_json(j),
+                           j.value("owner_pid", int64_t{0}),
+                           j.value("owner_host", std::string())};
     log::warn("tuning database: a trial entry has the unknown status '{}'; ignored", status);
   } catch (const json::exception& e) {
     log::warn("tuning database: a trial entry cannot be read ({}); ignored", e.what());
@@ -144,6 +149,7 @@ const char* trial_status_name(TrialStatus status) {
     case TrialStatus::launch_failed: return "launch failed";
     case TrialStatus::compile_failed: return "compile failed";
     case TrialStatus::over_limits: return "over limits";
+    case TrialStatus::running: return "running";
   }
   return "?";
 }
@@ -207,11 +213,12 @@ std::optional<TrialRecord> TuningDatabase::trial(const TuningKey& key, const Pro
 void TuningDatabase::record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config,
                                   const TrialRecord& record) {
   std::string label = fmt::format("autotune {} {} [{}] trial {}", key.op, key.device.arch, shape.str(), config.str());
-  std::string value = json{{"status", trial_status_name(record.status)},
-                            {"ms", record.ms},
-                            {"detail", record.detail},
-                            {"kernel_entries", record.kernel_entries}}
-                          .dump();
+  json j{{"status", trial_status_name(record.status)},
+         {"ms", record.ms},
+         {"detail", record.detail},
+         {"kernel_entries", record.kernel_entries}};
+  if (record.status == TrialStatus::running) j["owner_pid"] = record.owner_pid, j["owner_host"] = record.owner_host;
+  std::string value = j.dump();
   count_unless_stored(cache_.put(trial_entry_key(key, shape, config), label, std::move(value)));
 }
 

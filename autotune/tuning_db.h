@@ -60,6 +60,7 @@ enum class TrialStatus {
   launch_failed,   // built, but a launch failed
   compile_failed,  // did not build
   over_limits,     // built, but needs more than the device has (shared memory, registers, threads)
+  running,         // being measured by the process the record names (autotune/trial_mark.h)
 };
 const char* trial_status_name(TrialStatus status);
 
@@ -69,6 +70,9 @@ struct TrialRecord {
   std::string detail;  // why not ok
   // When ok: the kernel cache entries its kernels were built into (KernelReport::cache_entries).
   std::vector<std::string> kernel_entries;
+  // When running: the process measuring it.
+  int64_t owner_pid = 0;
+  std::string owner_host = {};
 };
 
 struct BestConfig {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
@@ -91,6 +92,7 @@ class SyntheticRunner : public autotune::CandidateRunner {
     }
     if (launch_errors.count(config.str())) fail("synthetic launch failure for {}", config.str());
     if (device_lost_by.count(config.str())) throw DeviceLost("synthetic fault of " + config.str());
+    if (ends_process_in.count(config.str())) std::_Exit(kEndedProcessStatus);
     double ms = synthetic_ms(config) * time_scale_;
     if (wrong_outputs.count(config.str())) return {false, "max error 2 exceeds 1e-05", 0};
     return {true, "", ms};
@@ -105,6 +107,9 @@ class SyntheticRunner : public autotune::CandidateRunner {
   std::set<std::string> device_lost_by;  // configs whose launch leaves the device unusable
   std::set<std::string> compile_throws;          // configs whose build throws std::bad_alloc
   std::set<std::string> device_lost_when_built;  // configs whose build (module load) loses the device
+  // Configs whose measurement ends the process (as a crash would), with this status.
+  std::set<std::string> ends_process_in;
+  static constexpr int kEndedProcessStatus = 86;
   std::map<std::string, int64_t> shared_bytes;
   std::chrono::milliseconds compile_time{0};
   std::atomic<int> prepares{0}, running{0}, max_running{0};

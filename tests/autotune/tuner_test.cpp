@@ -1,8 +1,9 @@
 // The tuner with an injected, synthetic cost (tests/autotune/synthetic_op.h): it finds the
 // known best config; times only the top k by the cost model; prunes by constraints before
 // compiling and by resource limits before timing; records and skips configs that fail; never
-// lets a wrong kernel win; compiles in parallel; resumes an interrupted run; keeps the faster
-// result when two tuners in two processes work on one database at once.
+// lets a wrong kernel win; compiles in parallel; resumes an interrupted run, and past a config
+// that ended the process measuring it; keeps the faster result when two tuners in two
+// processes work on one database at once.
 #include <sys/mman.h>
 
 #include <gmock/gmock.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <limits>
 
+#include "autotune/trial_mark.h"
 #include "autotune/tuner.h"
 #include "tests/autotune/synthetic_op.h"
 #include "tests/child_process.h"
@@ -278,6 +280,58 @@ TEST_F(TunerTest, AConfigThatLosesTheDeviceEndsTheRunAndIsSkippedOnResumption) {
   ASSERT_TRUE(r.best);
 }
 
+// A config whose measurement ends the tuning process (a crash; a hang it was killed for)
+// leaves its mark behind: the next run records it as failed and does not measure it again.
+TEST_F(TunerTest, AConfigThatEndedTheProcessMeasuringItIsRecordedAsFailed) {
+  std::vector<Config> configs = tuner_order();
+  const Config deadly = configs[2];
+  TuneOptions options;
+  options.top_k = 6;
+  pid_t child = testing_util::fork_child([&] {
+    KernelCache cache = cache_in_another_process();
+    TuningDatabase db(cache);
+    SyntheticRunner runner;
+    runner.ends_process_in.insert(deadly.str());
+    tune(op_, shape_, runner, db, options);
+    return 0;  // not reached: measuring `deadly` ends the process
+  });
+  ASSERT_EQ(testing_util::exit_status(child), SyntheticRunner::kEndedProcessStatus);
+  std::optional<TrialRecord> mark = trial_of(deadly, SyntheticRunner().device());
+  ASSERT_TRUE(mark);
+  EXPECT_EQ(mark->status, TrialStatus::running);
+  EXPECT_EQ(mark->owner_pid, child);
+
+  SyntheticRunner fresh;
+  TuneResult r = tune(op_, shape_, fresh, db_, options);
+  EXPECT_EQ(r.reused, 3) << "the two trials before it and its failure";
+  EXPECT_EQ(fresh.measured_configs().size(), 3u);
+  for (const std::string& measured : fresh.measured_configs()) EXPECT_NE(measured, deadly.str());
+  std::optional<TrialRecord> failure = trial_of(deadly, fresh.device());
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->status, TrialStatus::launch_failed);
+  EXPECT_THAT(failure->detail, HasSubstr(fmt::format("process {} on ", child)));
+  EXPECT_THAT(failure->detail, HasSubstr("ended without a result"));
+  ASSERT_TRUE(r.best);
+}
+
+// A mark whose process may still be running (this process; one on another host) is no
+// result: the config is measured.
+TEST_F(TunerTest, AMarkOfALiveOrUnknownProcessIsMeasuredAgain) {
+  std::vector<Config> configs = tuner_order();
+  SyntheticRunner runner;
+  const TuningKey key = TuningKey::of(op_, shape_, runner.device());
+  db_.record_trial(key, shape_, configs[0], running_mark());
+  TrialRecord elsewhere = running_mark();
+  elsewhere.owner_host += ".another-host";
+  db_.record_trial(key, shape_, configs[1], elsewhere);
+  TuneOptions options;
+  options.top_k = 2;
+  TuneResult r = tune(op_, shape_, runner, db_, options);
+  EXPECT_EQ(r.reused, 0);
+  EXPECT_EQ(runner.measured_configs().size(), 2u);
+  for (const Config& c : {configs[0], configs[1]}) EXPECT_EQ(trial_of(c, runner.device())->status, TrialStatus::ok);
+}
+
 TEST_F(TunerTest, AFastWrongKernelNeverWins) {
   Config fastest = fastest_of(op_.space.configs());
   SyntheticRunner runner;
@@ -522,7 +576,7 @@ TEST_F(TunerTest, ResultsThatCannotBeWrittenAreCounted) {
   const std::string log = testing::internal::GetCapturedStderr();
   ASSERT_TRUE(r.best);
   EXPECT_THAT(log, HasSubstr("kernel cache: cannot create"));
-  EXPECT_EQ(db_.unstored_writes(), 20 + 1) << "every trial and the best";
+  EXPECT_EQ(db_.unstored_writes(), 2 * 20 + 1) << "every trial, the mark before it, and the best";
   EXPECT_EQ(db_.best(TuningKey::of(op_, shape_, runner.device()), shape_)->config, r.best->config)
       << "kept in memory for this process";
   KernelCache disabled(CacheOptions{dir_.path().string(), false});

@@ -1,23 +1,35 @@
-// While the tuner measures a config it leaves a mark in the config's trial entry naming its
-// process; the measured trial replaces it. A mark whose process has ended says that measuring
-// the config ended that process: a crash (a fault the driver took the process down for), or a
-// kernel that never finished and was killed. The next run records such a config as failed
-// rather than running it again, so a tuning that resumes after it gets past it.
+// While the tuner measures a config it leaves a mark in the config's trial entry; the measured
+// trial replaces it. A process that leaves marks holds a lock (flock(2)) on a file of its own,
+// <cache directory>/tuners/<its id>, for as long as it runs, and the kernel releases the lock
+// however the process ends. A mark whose lock is free therefore says that measuring the config
+// ended the process that left it: a crash, or a hang it was killed for. That holds across
+// hosts and PID namespaces sharing the directory, and a reused pid cannot fake a live one.
+//
+// A process may also end for reasons of its own while it measures (killed from outside, out
+// of memory), so one ended measurement is not enough to blame the config: it is measured
+// again, and the config whose measurements ended kEndedMeasurementsToFail processes is
+// recorded as failed, so that a resumed tuning gets past it instead of crashing again.
 #pragma once
 
+#include <optional>
+
 #include "autotune/tuning_db.h"
+#include "runtime/kernel_cache.h"
 
 namespace tilejit::autotune {
 
-// The mark of this process.
-TrialRecord running_mark();
+constexpr int kEndedMeasurementsToFail = 2;
 
-// Whether the process that left `mark` is known to have ended: it ran on this host and no
-// process has its pid now. A mark from another host, or whose pid is in use (by it or by a
-// later process), reads as live: at worst a config is measured again.
-bool mark_outlived_its_process(const TrialRecord& mark);
+// The mark of this process for a config whose measurements have ended `ended_before`
+// processes already, or nullopt where marks cannot be kept: a cache without a directory, or
+// no lock file could be made in it (a mark nobody could check is worse than none).
+std::optional<TrialRecord> running_mark(const KernelCache& cache, int ended_before);
 
-// The failure recorded for a config whose mark outlived its process.
-TrialRecord failure_of_ended_run(const TrialRecord& mark);
+// Whether the process that left `mark` in `cache`'s directory has ended.
+bool mark_outlived_its_process(const KernelCache& cache, const TrialRecord& mark);
+
+// The failure recorded for a config whose mark outlived its process and the processes
+// before it (kEndedMeasurementsToFail in all).
+TrialRecord failure_of_ended_measurements(const TrialRecord& mark);
 
 }  // namespace tilejit::autotune

@@ -1,11 +1,13 @@
 #include "autotune/tuner.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "autotune/config_choice.h"
 #include "autotune/parallel.h"
 #include "autotune/resource_limits.h"
+#include "autotune/stopwatch.h"
 #include "autotune/trial_mark.h"
 #include "dsl/error.h"
 #include "dsl/log.h"
@@ -54,32 +56,42 @@ struct Build {
   std::optional<std::string> device_lost;  // why, when building it (a module load) lost the device
 };
 
-TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const Build& build) {
+// Runs `config` if it built and fits the device, calling `before_measuring` first.
+TrialRecord run_candidate(CandidateRunner& runner, const Config& config, const Build& build,
+                          const std::function<void()>& before_measuring) {
   if (!build.report) return {TrialStatus::compile_failed, 0, build.error, {}};
   if (auto too_big = exceeds_device_limits(*build.report, runner.device()))
     return {TrialStatus::over_limits, 0, *too_big, {}};
+  before_measuring();
   try {
     Measurement m = runner.measure(config);
     if (!m.correct) return {TrialStatus::wrong, 0, m.mismatch, {}};
     return {TrialStatus::ok, m.ms, "", build.report->cache_entries};
   } catch (const DeviceLost&) {
     throw;  // not this config's outcome alone: every later one would fail too
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // what its measurement throws is its failure, std::bad_alloc included
     return {TrialStatus::launch_failed, 0, e.what(), {}};
   }
 }
 
-// The recorded trial of `config`, if any. A mark of a tuner measuring it now counts as none
-// (this run measures it too); a mark that outlived its process is recorded as the config's
-// failure (trial_mark.h).
-std::optional<TrialRecord> recorded_trial(TuningDatabase& db, const TuningKey& key, const ProblemShape& shape,
-                                          const Config& config) {
+// What the database says of `config` before this run measures it (trial_mark.h).
+struct Recorded {
+  std::optional<TrialRecord> trial;  // an outcome to reuse
+  int ended_before = 0;              // else: the processes that ended while measuring it
+};
+
+Recorded recorded_trial(TuningDatabase& db, const TuningKey& key, const ProblemShape& shape, const Config& config) {
   std::optional<TrialRecord> trial = db.trial(key, shape, config);
-  if (!trial || trial->status != TrialStatus::running) return trial;
-  if (!mark_outlived_its_process(*trial)) return std::nullopt;
-  TrialRecord failure = failure_of_ended_run(*trial);
-  db.record_trial(key, shape, config, failure);
-  return failure;
+  if (!trial || trial->status != TrialStatus::running) return {trial, 0};
+  // A mark: settled against the directory, where the mark's process may have stored its result.
+  bool ended = false;
+  trial = db.update_trial(key, shape, config, [&](const std::optional<TrialRecord>& current) -> std::optional<TrialRecord> {
+    ended = current && mark_outlived_its_process(db.cache(), *current);
+    if (ended && current->ended_before + 1 >= kEndedMeasurementsToFail) return failure_of_ended_measurements(*current);
+    return std::nullopt;
+  });
+  if (!trial || trial->status != TrialStatus::running) return {trial, 0};
+  return {std::nullopt, trial->ended_before + (ended ? 1 : 0)};
 }
 
 }  // namespace
@@ -100,11 +112,12 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
 
   for (size_t next = 0; progress.done < options.top_k && next < ranked.size() && !result.interrupted;) {
     size_t count = std::min(ranked.size() - next, size_t(options.top_k - progress.done));
-    std::vector<std::optional<TrialRecord>> recorded(count);
+    std::vector<Recorded> recorded(count);
     for (size_t i = 0; i < count; ++i) recorded[i] = recorded_trial(db, result.key, shape, ranked[next + i]);
     std::vector<Build> builds(count);
+    const Stopwatch building;
     run_in_parallel(count, options.compile_threads, [&](size_t i) {
-      if (recorded[i]) return;
+      if (recorded[i].trial) return;
       // A job must not throw (parallel.h): what a config's compile throws is its failure,
       // std::bad_alloc of a huge tile included.
       try {
@@ -115,6 +128,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
         builds[i].error = e.what();
       }
     });
+    result.build_seconds += building.seconds();
     // The faulting config is recorded, so that a run in a new process resumes past it; nothing
     // runs after a fault (on a GPU, every later call would fail too).
     auto end_with_fault = [&](const Config& config, const std::string& why) {
@@ -132,17 +146,21 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
         break;
       }
       const Config& config = ranked[next + i];
-      CandidateResult candidate{config, {}, recorded[i].has_value()};
+      CandidateResult candidate{config, {}, recorded[i].trial.has_value()};
       if (candidate.reused) {
-        candidate.trial = *recorded[i];
+        candidate.trial = *recorded[i].trial;
         ++result.reused;
       } else {
-        db.record_trial(result.key, shape, config, running_mark());
+        auto mark = [&] {
+          if (auto m = running_mark(db.cache(), recorded[i].ended_before)) db.record_trial(result.key, shape, config, *m);
+        };
+        const Stopwatch measuring;
         try {
-          candidate.trial = run_candidate(runner, config, builds[i]);
+          candidate.trial = run_candidate(runner, config, builds[i], mark);
         } catch (const DeviceLost& e) {
           end_with_fault(config, e.what());
         }
+        result.measure_seconds += measuring.seconds();
         db.record_trial(result.key, shape, config, candidate.trial);
         if (candidate.trial.status == TrialStatus::ok) ++result.timed;
       }

@@ -57,6 +57,9 @@ struct TuneResult {
   int reused = 0;                 // outcomes an earlier or concurrent run recorded
   int rejected = 0;               // did not compile, exceed the limits, compute wrong, or fail to launch
   bool interrupted = false;       // should_stop ended the run; no best was offered
+  // Where the run's wall time went: compiling candidates (in parallel, so the longest of each
+  // batch), and checking and timing them on the device.
+  double build_seconds = 0, measure_seconds = 0;
 };
 
 // Whether a candidate with this outcome fills one of the top_k places: one that ran (right,

@@ -127,13 +127,26 @@ std::optional<TrialRecord> decode_trial(std::string_view text) {
                            j.at("ms").get<double>(),
                            j.at("detail").get<std::string>(),
                            kernel_entries_from_json(j),
-                           j.value("owner_pid", int64_t{0}),
-                           j.value("owner_host", std::string())};
+                           j.value("owner", std::string()),
+                           j.value("ended_before", 0)};
     log::warn("tuning database: a trial entry has the unknown status '{}'; ignored", status);
   } catch (const json::exception& e) {
     log::warn("tuning database: a trial entry cannot be read ({}); ignored", e.what());
   }
   return std::nullopt;
+}
+
+std::string encode_trial(const TrialRecord& record) {
+  json j{{"status", trial_status_name(record.status)},
+         {"ms", record.ms},
+         {"detail", record.detail},
+         {"kernel_entries", record.kernel_entries}};
+  if (record.status == TrialStatus::running) j["owner"] = record.owner, j["ended_before"] = record.ended_before;
+  return j.dump();
+}
+
+std::string trial_label(const TuningKey& key, const ProblemShape& shape, const Config& config) {
+  return fmt::format("autotune {} {} [{}] trial {}", key.op, key.device.arch, shape.str(), config.str());
 }
 
 int64_t now_unix() {
@@ -212,14 +225,25 @@ std::optional<TrialRecord> TuningDatabase::trial(const TuningKey& key, const Pro
 
 void TuningDatabase::record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config,
                                   const TrialRecord& record) {
-  std::string label = fmt::format("autotune {} {} [{}] trial {}", key.op, key.device.arch, shape.str(), config.str());
-  json j{{"status", trial_status_name(record.status)},
-         {"ms", record.ms},
-         {"detail", record.detail},
-         {"kernel_entries", record.kernel_entries}};
-  if (record.status == TrialStatus::running) j["owner_pid"] = record.owner_pid, j["owner_host"] = record.owner_host;
-  std::string value = j.dump();
-  count_unless_stored(cache_.put(trial_entry_key(key, shape, config), label, std::move(value)));
+  count_unless_stored(cache_.put(trial_entry_key(key, shape, config), trial_label(key, shape, config), encode_trial(record)));
+}
+
+std::optional<TrialRecord> TuningDatabase::update_trial(const TuningKey& key, const ProblemShape& shape,
+                                                        const Config& config, const TrialChange& change) {
+  std::optional<TrialRecord> after;
+  bool changed = false;
+  const bool written = cache_.update(trial_entry_key(key, shape, config), trial_label(key, shape, config),
+                                     [&](std::optional<std::string_view> current) -> std::optional<std::string> {
+                                       after.reset();
+                                       if (current) after = decode_trial(*current);
+                                       std::optional<TrialRecord> replacement = change(after);
+                                       if (!replacement) return std::nullopt;
+                                       after = replacement;
+                                       changed = true;
+                                       return encode_trial(*replacement);
+                                     });
+  if (changed) count_unless_stored(written);
+  return after;
 }
 
 // A disabled cache stores nothing by request; only a failed write counts.

@@ -70,9 +70,10 @@ struct TrialRecord {
   std::string detail;  // why not ok
   // When ok: the kernel cache entries its kernels were built into (KernelReport::cache_entries).
   std::vector<std::string> kernel_entries;
-  // When running: the process measuring it.
-  int64_t owner_pid = 0;
-  std::string owner_host = {};
+  // When running: the id of the process measuring it, and how many processes measuring it
+  // ended before (autotune/trial_mark.h).
+  std::string owner = {};
+  int ended_before = 0;
 };
 
 struct BestConfig {
@@ -110,6 +111,13 @@ class TuningDatabase {
 
   std::optional<TrialRecord> trial(const TuningKey& key, const ProblemShape& shape, const Config& config) const;
   void record_trial(const TuningKey& key, const ProblemShape& shape, const Config& config, const TrialRecord& record);
+  // Replaces the trial of `config` with `change(current)` unless that returns nullopt, with the
+  // current trial read from the directory under the update lock, not from this process's
+  // memory (which may hold another process's mark long replaced); returns the trial stored
+  // afterwards.
+  using TrialChange = std::function<std::optional<TrialRecord>(const std::optional<TrialRecord>& current)>;
+  std::optional<TrialRecord> update_trial(const TuningKey& key, const ProblemShape& shape, const Config& config,
+                                          const TrialChange& change);
 
   KernelCache& cache() const { return cache_; }
   // Results and trials this object could not write into the cache's directory (a warning

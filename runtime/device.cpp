@@ -66,12 +66,25 @@ void Device::copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   default_stream().synchronize();
 }
 
-void Device::release(void* ptr) noexcept {
+namespace {
+
+template <typename Free>
+void logging_failures(const Device& device, void* ptr, const Free& free) noexcept {
   try {
-    free(ptr);
+    free();
   } catch (const std::exception& e) {
-    log::warn("freeing {} on {} failed: {}", ptr, info().name, e.what());
+    log::warn("freeing {} on {} failed: {}", ptr, device.info().name, e.what());
   }
+}
+
+}  // namespace
+
+void Device::release(void* ptr) noexcept {
+  logging_failures(*this, ptr, [&] { free(ptr); });
+}
+
+void Device::release_on(Stream& stream, void* ptr) noexcept {
+  logging_failures(*this, ptr, [&] { free_on(stream, ptr); });
 }
 
 Device& Device::emu() { return emu_device(); }

@@ -146,9 +146,10 @@ class Device {
 
   virtual void* allocate(size_t bytes) = 0;
   virtual void free(void* ptr) = 0;
-  // free for destructors (a tensor's memory, ...): a failure, as on a device already lost to
-  // a kernel fault, is logged, never thrown.
+  // free and free_on for destructors (a tensor's memory, ...): a failure, as on a device
+  // already lost to a kernel fault, is logged, never thrown.
   void release(void* ptr) noexcept;
+  void release_on(Stream& stream, void* ptr) noexcept;
   // Memory for work enqueued on `stream` only (an op's temporaries): allocated and freed in
   // the stream's order, so neither call waits for the device, as freeing allocate's memory
   // would. free_on takes the stream that allocate_on did.

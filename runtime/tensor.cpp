@@ -100,7 +100,7 @@ Tensor Tensor::scratch(Stream& stream, DType dtype, std::vector<int64_t> shape) 
   Tensor t = unallocated(stream.device(), dtype, std::move(shape), "Tensor::scratch");
   void* p = stream.device().allocate_on(stream, t.allocation_bytes());
   t.data_ = p;
-  t.storage_ = std::shared_ptr<void>(p, [&stream](void* q) { stream.device().free_on(stream, q); });
+  t.storage_ = std::shared_ptr<void>(p, [&stream](void* q) { stream.device().release_on(stream, q); });
   return t;
 }
 

@@ -17,6 +17,7 @@
 
 #include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
+#include "autotune/stopwatch.h"
 #include "autotune/tuner.h"
 #include "ops/tunable_ops.h"
 #include "tools/commands.h"
@@ -32,8 +33,9 @@ constexpr int kInterruptedStatus = 130;  // what a shell reports for SIGINT
 std::atomic<bool> interrupted{false};
 extern "C" void request_stop(int) { interrupted = true; }
 
-// The first Ctrl-C asks the tuner to stop after the trial in progress; a second one (the
-// handler resets itself) ends the process at once.
+// The first Ctrl-C (or SIGTERM, as `timeout` and batch schedulers send) asks the tuner to stop
+// after the trial in progress; a second one (the handler resets itself) ends the process at
+// once.
 class InterruptHandler {
  public:
   InterruptHandler() {
@@ -41,12 +43,16 @@ class InterruptHandler {
     action.sa_handler = request_stop;
     action.sa_flags = SA_RESETHAND;
     sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &previous_);
+    ::sigaction(SIGINT, &action, &previous_int_);
+    ::sigaction(SIGTERM, &action, &previous_term_);
   }
-  ~InterruptHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
+  ~InterruptHandler() {
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+  }
 
  private:
-  struct sigaction previous_ {};
+  struct sigaction previous_int_ {}, previous_term_ {};
 };
 
 std::vector<ProblemShape> read_shapes(const std::string& path, const TunableKernel& op) {
@@ -108,7 +114,9 @@ int run_tune(const Options& o) {
   bool all_ran = true;
   for (size_t i = 0; i < to_tune.size(); ++i) {
     const ProblemShape& shape = to_tune[i];
+    const Stopwatch setting_up;
     auto runner = make_candidate_runner(op, shape, device, timing, std::random_device{}());
+    const double setup_seconds = setting_up.seconds();
     TuneOptions options;
     options.top_k = top_k;
     options.compile_threads = o.jobs;
@@ -128,8 +136,10 @@ int run_tune(const Options& o) {
       fmt::print("interrupted: the trials so far are recorded; run the same command again to resume\n");
       return kInterruptedStatus;
     }
-    fmt::print("[{}]  best {}  ({} timed, {} reused, {} rejected; {} of {} configs pruned by constraints)\n", shape.str(),
-               describe_best(r.best), r.timed, r.reused, r.rejected, r.pruned, r.configs);
+    fmt::print("[{}]  best {}  ({} timed, {} reused, {} rejected; {} of {} configs pruned by constraints; {:.1f} s "
+               "making the problem, {:.1f} s building, {:.1f} s checking and timing)\n",
+               shape.str(), describe_best(r.best), r.timed, r.reused, r.rejected, r.pruned, r.configs, setup_seconds,
+               r.build_seconds, r.measure_seconds);
     std::fflush(stdout);
     all_ran = all_ran && r.best.has_value();
   }

@@ -258,7 +258,7 @@ std::unique_ptr<NcclComm> NcclComm::split(int color, int key) {
     } catch (const Error&) {
       // Aborted while the job may still run and write the handle: the child stays allocated
       // for it (and whatever communicator it gets is never used).
-      if (r == ncclInProgress) static_cast<void>(child.release());
+      if (r == ncclSuccess || r == ncclInProgress) static_cast<void>(child.release());
       throw;
     }
   }

@@ -24,7 +24,7 @@ cat "$logs/machine.log"
 step test_gpu 120 bash scripts/device/each_test.sh $b/test_gpu
 # Where a kernel faults (an illegal instruction, address, ...), the sanitizer names it and the
 # faulting instruction; a clean run says so in a few seconds.
-step sanitize_descriptors 40 "$CUDA_HOME/bin/compute-sanitizer" --tool memcheck --print-limit 4 \
+step sanitize_descriptors 40 "$CUDA_HOME/bin/compute-sanitizer" --tool memcheck --print-limit 4 --error-exitcode 1 \
   $b/test_gpu --gtest_filter='Gpu/DescriptorCopyOnGpu.*'
 step test_gpu_collectives 40 bash scripts/device/each_test.sh $b/test_gpu_collectives
 step gemm_bench 80 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"

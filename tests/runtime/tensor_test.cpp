@@ -120,16 +120,22 @@ TEST(Tensor, EventsAreUsedOnTheirDeviceWhileTheyHoldAHandle) {
   EXPECT_THAT(error_of([&] { moved.elapsed_ms(start); }), HasSubstr("elapsed_ms of an event that was moved from"));
 }
 
-// A tensor's memory goes back through release, which a destructor may call: where free
-// fails (here a pointer the device never gave out; on a GPU, a context lost to a kernel
-// fault) release logs the failure instead of throwing out of a destructor.
+// A tensor's memory goes back through release (release_on for scratch tensors), which a
+// destructor may call: where free fails (here a pointer the device never gave out; on a GPU,
+// a context lost to a kernel fault) release logs the failure instead of throwing.
 TEST(Tensor, ReleaseLogsWhatFreeThrows) {
   Device& emu = Device::emu();
   int not_an_allocation = 0;
   EXPECT_THAT(error_of([&] { emu.free(&not_an_allocation); }), HasSubstr("which is not an allocation"));
+  EXPECT_THAT(error_of([&] { emu.free_on(emu.default_stream(), &not_an_allocation); }),
+              HasSubstr("which is not an allocation"));
   testing::internal::CaptureStderr();
   emu.release(&not_an_allocation);
-  EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("which is not an allocation"));
+  emu.release_on(emu.default_stream(), &not_an_allocation);
+  const std::string log = testing::internal::GetCapturedStderr();
+  size_t logged = 0;
+  for (size_t at = 0; (at = log.find("which is not an allocation", at)) != std::string::npos; ++at) ++logged;
+  EXPECT_EQ(logged, 2u) << log;
   void* p = emu.allocate(16);
   emu.release(p);
   EXPECT_THAT(error_of([&] { emu.free(p); }), HasSubstr("which is not an allocation")) << "released twice";

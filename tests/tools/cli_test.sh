@@ -72,7 +72,7 @@ shapes="$work/shapes.txt"
 printf '# vector_add shapes\nn=30000\n\nn=5000  # a second bucket\n' >"$shapes"
 tune_vector_add="'$tilejit' tune --op vector_add --shapes '$shapes' --device emu"
 tune_add="$tune_vector_add --top-k 3"
-check "tune" bash -c "$tune_add 2>'$work/progress' | grep -E '^\[n=30000\]  best [0-9.]+ ms  BLOCK=[0-9]+ num_warps=[0-9]+  \(3 timed'"
+check "tune" bash -c "$tune_add 2>'$work/progress' | grep -E '^\[n=30000\]  best [0-9.]+ ms  BLOCK=[0-9]+ num_warps=[0-9]+  \(3 timed.* pruned by constraints; [0-9.]+ s making the problem, [0-9.]+ s building, [0-9.]+ s checking and timing\)$'"
 check "tune progress" grep -E '^\[#+\] +6/6 +took [0-9]+:[0-9]{2} +\[n=5000\] best [0-9.]+ ms' "$work/progress"
 check "tune again finds both shapes" bash -c "$tune_add | grep -c 'already tuned' | grep -qx 2"
 # A deeper search times only the configs the first did not; the bar counts those alone.
@@ -103,21 +103,22 @@ echo 'BN=3 G=2 T=40 S=56' >"$work/bad_groups.txt"
 check "tune refuses heads that do not group" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op attention_bf16_h64 --shapes '$work/bad_groups.txt' --device emu 2>&1 | grep -q 'BN = 3 query heads do not make groups of G = 2'"
 check "tune refuses an attention head dim" bash -c "'$tilejit' tune --op attention_bf16_h20 --shapes '$work/library_attention_shapes.txt' 2>&1 | grep -q \"no tunable op 'attention_bf16_h20'\""
 
-# Ctrl-C stops a tuning run after the trial in progress (exit status 130); the same command
-# then resumes, reusing the recorded trials.
-tune_interrupted_then_resumed() {
-  export TILEJIT_CACHE_DIR="$work/interrupted"
+# Ctrl-C (or SIGTERM) stops a tuning run after the trial in progress (exit status 130); the
+# same command then resumes, reusing the recorded trials.
+tune_interrupted_then_resumed() {  # signal
+  export TILEJIT_CACHE_DIR="$work/interrupted_$1"
   echo 'M=96 N=96 K=96' >"$work/gemm_shapes.txt"
   local tune_gemm="$tilejit tune --op gemm --shapes $work/gemm_shapes.txt --device emu --top-k 16" pid status
   $tune_gemm >"$work/int.out" 2>"$work/int.err" &
   pid=$!
   for _ in $(seq 3000); do grep -q ' 1/16 ' "$work/int.err" 2>/dev/null && break; sleep 0.01; done
-  kill -INT "$pid"
+  kill -"$1" "$pid"
   wait "$pid" && status=0 || status=$?
   [ "$status" -eq 130 ] && grep -q 'interrupted: the trials so far are recorded' "$work/int.out" || return 1
   $tune_gemm 2>/dev/null | grep -E '\([0-9]+ timed, [1-9][0-9]* reused'
 }
-check "tune resumes after Ctrl-C" tune_interrupted_then_resumed
+check "tune resumes after Ctrl-C" tune_interrupted_then_resumed INT
+check "tune resumes after SIGTERM" tune_interrupted_then_resumed TERM
 export TILEJIT_CACHE_DIR="$work/tuned"
 
 # Cache packs: one file made from the tuned cache serves a fresh, empty cache read-only.

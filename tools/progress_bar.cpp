@@ -12,11 +12,10 @@ namespace tilejit::tools {
 constexpr int kBarWidth = 24;
 
 ProgressBar::ProgressBar(std::FILE* out)
-    : out_(out), terminal_(::isatty(::fileno(out)) != 0), start_(std::chrono::steady_clock::now()) {}
+    : out_(out), terminal_(::isatty(::fileno(out)) != 0) {}
 
 void ProgressBar::update(int done, int total, const std::string& note) {
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::string line = render(done, total, elapsed, note);
+  std::string line = render(done, total, since_start_.seconds(), note);
   if (terminal_) fmt::print(out_, "\r\033[K{}", line);  // \033[K: clear the rest of the old line
   else fmt::print(out_, "{}\n", line);
   std::fflush(out_);

@@ -3,9 +3,10 @@
 // place; into a file or pipe it writes a line per update, so logs keep every step.
 #pragma once
 
-#include <chrono>
 #include <cstdio>
 #include <string>
+
+#include "autotune/stopwatch.h"
 
 namespace tilejit::tools {
 
@@ -22,7 +23,7 @@ class ProgressBar {
  private:
   std::FILE* out_;
   bool terminal_;
-  std::chrono::steady_clock::time_point start_;
+  autotune::Stopwatch since_start_;
 };
 
 // Seconds as "m:ss", or "h:mm:ss" from an hour on.

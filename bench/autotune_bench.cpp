@@ -1,7 +1,8 @@
 // Autotuning costs: tuning one shape end to end (configs ranked by the cost model, the top 8
 // compiled in parallel, checked against the reference, timed, the result stored) for the
 // example GEMM kernel, the library's gemm and its attention forward, on the emulator and on a
-// GPU; and a cold start from a cache pack (open the pack, look up the
+// GPU; the host's part of it (the problem each shape is tuned on: operands and reference);
+// and a cold start from a cache pack (open the pack, look up the
 // tuned config, find the compiled kernel: no trace, no LLVM, no assembler), with a pack of a
 // few entries and one with thousands more (opening reads the index, not the entries).
 //
@@ -81,6 +82,32 @@ BENCHMARK_CAPTURE(BM_TuneOneShape, attention_bf16_h128_cuda_32x4096, std::string
 BENCHMARK_CAPTURE(BM_TuneOneShape, attention_dkdv_bf16_h128_cuda_32x4096, std::string("attention_dkdv_bf16_h128"),
                   std::string("cuda"), attention_shape(32, 4096))
     ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+// The host's part of tuning one shape before any candidate runs: the random operands, the
+// reference and the upload (here to the emulator, whose memory is the host's; a GPU adds the
+// copy over PCIe, about 10 ms a GiB). A tuning run pays it for every shape: the largest of
+// caches/gemm_shapes.txt below, and the largest attention shape.
+void BM_MakeTuningProblem(benchmark::State& state, const std::string& op, const ProblemShape& shape) {
+  Device& device = Device::by_name("emu");
+  const TunableKernel& tunable = ops::find_tunable_op(op);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(make_candidate_runner(tunable, shape, device, TimingOptions::for_device(device.info()), 1));
+  state.SetLabel(shape.str());
+}
+BENCHMARK_CAPTURE(BM_MakeTuningProblem, gemm_bf16_nt_16384x28672x4096, std::string("gemm_bf16_nt"),
+                  ProblemShape{{{"M", 16384}, {"N", 28672}, {"K", 4096}}})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_MakeTuningProblem, gemm_bf16_nt_4096x4096x4096, std::string("gemm_bf16_nt"), gemm_shape(4096))
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_MakeTuningProblem, attention_bf16_h128_16x16384, std::string("attention_bf16_h128"),
+                  attention_shape(16, 16384))
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
     ->Iterations(1);
 
 // How close the cost model's top 8 come to the best of the whole space (the target: within 5%

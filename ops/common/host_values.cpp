@@ -1,8 +1,11 @@
 #include "ops/common/host_values.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
+#include "autotune/parallel.h"
 #include "dsl/error.h"
 
 namespace tilejit::ops {
@@ -43,6 +46,28 @@ double decode(uint64_t bits, const FloatBits& f) {
   return negative ? -v : v;
 }
 
+// Calls `fill(begin, end)` over [0, count) in chunks on every core: a tuning problem's operands
+// are hundreds of millions of elements, which one thread takes seconds to make. `fill` must not
+// throw.
+void for_chunks(int64_t count, const std::function<void(int64_t, int64_t)>& fill) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  autotune::run_in_parallel(static_cast<size_t>(std::max<int64_t>(chunks, 0)), 0, [&](size_t c) {
+    const int64_t begin = static_cast<int64_t>(c) * kChunk;
+    fill(begin, std::min(count, begin + kChunk));
+  });
+}
+
+// The i-th draw of the stream `seed`: SplitMix64's output function of the i-th step, a
+// counter-based generator, so that each chunk is made on its own and the elements do not depend
+// on how many threads made them.
+uint64_t draw(uint64_t seed, int64_t i) {
+  uint64_t z = seed + (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
 
 double host_value(DType dtype, const uint8_t* element) {
@@ -54,55 +79,76 @@ double host_value(DType dtype, const uint8_t* element) {
   }
 }
 
+ElementDecoder::ElementDecoder(DType dtype) : dtype_(dtype), size_(dtype_storage_bytes(dtype)) {
+  if (size_ > 2) return;
+  table_.resize(size_t{1} << (8 * size_));
+  for (size_t bits = 0; bits < table_.size(); ++bits) {
+    const uint8_t element[2] = {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
+    table_[bits] = host_value(dtype, element);
+  }
+}
+
 std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes) {
   size_t size = static_cast<size_t>(dtype_storage_bytes(dtype));
+  const ElementDecoder decode(dtype);
   std::vector<double> out(bytes.size() / size);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = host_value(dtype, bytes.data() + i * size);
+  for_chunks(static_cast<int64_t>(out.size()), [&](int64_t begin, int64_t end) {
+    for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) out[i] = decode(bytes.data() + i * size);
+  });
   return out;
 }
 
 std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64& rng) {
-  int size = dtype_storage_bytes(dtype);
-  std::vector<uint8_t> out(static_cast<size_t>(count * size));
-  for (int64_t i = 0; i < count; ++i) {
-    uint64_t bits;
-    if (dtype == DType::i8 || dtype == DType::i32) {
-      bits = static_cast<uint64_t>(static_cast<int64_t>(rng() % 17) - 8);
-    } else {
-      FloatBits f = float_bits(dtype);
-      int bias = (1 << (f.exponent_bits - 1)) - 1;
-      uint64_t exponent = static_cast<uint64_t>(bias - 3 + static_cast<int>(rng() % 6));
-      uint64_t mantissa = (rng() % 4) << (f.mantissa_bits - 2);
-      uint64_t sign = rng() & 1;
-      bits = sign << (f.exponent_bits + f.mantissa_bits) | exponent << f.mantissa_bits | mantissa;
+  const auto size = static_cast<size_t>(dtype_storage_bytes(dtype));
+  const bool integer = is_integer(dtype);
+  const FloatBits f = integer ? FloatBits{} : float_bits(dtype);
+  const uint64_t seed = rng();
+  std::vector<uint8_t> out(static_cast<size_t>(count) * size);
+  for_chunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const uint64_t r = draw(seed, i);
+      uint64_t bits;
+      if (integer) {
+        bits = static_cast<uint64_t>(static_cast<int64_t>(r % 17) - 8);
+      } else {  // sign from bit 0, mantissa from bits 1-2, exponent from the bits above
+        const int bias = (1 << (f.exponent_bits - 1)) - 1;
+        const auto exponent = static_cast<uint64_t>(bias - 3 + static_cast<int>((r >> 3) % 6));
+        const uint64_t mantissa = ((r >> 1) & 3) << (f.mantissa_bits - 2);
+        bits = (r & 1) << (f.exponent_bits + f.mantissa_bits) | exponent << f.mantissa_bits | mantissa;
+      }
+      std::memcpy(out.data() + static_cast<size_t>(i) * size, &bits, size);
     }
-    std::memcpy(out.data() + i * size, &bits, static_cast<size_t>(size));
-  }
+  });
   return out;
 }
 
 std::vector<uint8_t> random_integer_elements(DType dtype, int64_t count, int limit, std::mt19937_64& rng) {
-  int size = dtype_storage_bytes(dtype);
-  bool integer = dtype == DType::i8 || dtype == DType::i32;
-  FloatBits f = integer ? FloatBits{} : float_bits(dtype);
-  std::vector<uint8_t> out(static_cast<size_t>(count * size));
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t n = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * limit + 1)) - limit;
-    uint64_t bits = static_cast<uint64_t>(n);
-    if (!integer) {
-      uint64_t magnitude = static_cast<uint64_t>(n < 0 ? -n : n);
-      bits = 0;
-      if (magnitude != 0) {
-        int e = std::ilogb(static_cast<double>(magnitude));
-        if (e > f.mantissa_bits) fail("{} does not hold the integer {} exactly", dtype_name(dtype), n);
-        int bias = (1 << (f.exponent_bits - 1)) - 1;
-        uint64_t mantissa = (magnitude - (uint64_t{1} << e)) << (f.mantissa_bits - e);
-        bits = static_cast<uint64_t>(bias + e) << f.mantissa_bits | mantissa;
+  const auto size = static_cast<size_t>(dtype_storage_bytes(dtype));
+  const bool integer = is_integer(dtype);
+  const FloatBits f = integer ? FloatBits{} : float_bits(dtype);
+  if (limit < 0) fail("random integers: the limit must not be negative, got {}", limit);
+  if (!integer && limit > 0 && std::ilogb(static_cast<double>(limit)) > f.mantissa_bits)
+    fail("{} does not hold the integer {} exactly", dtype_name(dtype), limit);
+  const uint64_t seed = rng();
+  std::vector<uint8_t> out(static_cast<size_t>(count) * size);
+  for_chunks(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t n = static_cast<int64_t>(draw(seed, i) % static_cast<uint64_t>(2 * limit + 1)) - limit;
+      uint64_t bits = static_cast<uint64_t>(n);
+      if (!integer) {
+        const auto magnitude = static_cast<uint64_t>(n < 0 ? -n : n);
+        bits = 0;
+        if (magnitude != 0) {
+          const int e = std::ilogb(static_cast<double>(magnitude));
+          const int bias = (1 << (f.exponent_bits - 1)) - 1;
+          const uint64_t mantissa = (magnitude - (uint64_t{1} << e)) << (f.mantissa_bits - e);
+          bits = static_cast<uint64_t>(bias + e) << f.mantissa_bits | mantissa;
+        }
+        if (n < 0) bits |= uint64_t{1} << (f.exponent_bits + f.mantissa_bits);
       }
-      if (n < 0) bits |= uint64_t{1} << (f.exponent_bits + f.mantissa_bits);
+      std::memcpy(out.data() + static_cast<size_t>(i) * size, &bits, size);
     }
-    std::memcpy(out.data() + i * size, &bits, static_cast<size_t>(size));
-  }
+  });
   return out;
 }
 

@@ -4,43 +4,85 @@
 #include <cmath>
 
 #include "autotune/parallel.h"
+#include "dsl/error.h"
 #include "ops/common/host_values.h"
 #include "ops/common/sampled_indices.h"
 
 namespace tilejit::ops::gemm_detail {
 
-SampledRows::SampledRows(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n, int64_t k)
-    : n_(n) {
-  rows_ = sampled_indices(m, 64);
+namespace {
+
+// Sampled rows summed together against each column of B: independent sums the compiler keeps
+// in one vector register, rather than one chain of dependent adds per row.
+constexpr size_t kRowGroup = 8;
+// Columns of B gathered into doubles at a time by one job.
+constexpr int64_t kColumnBlock = 8;
+
+}  // namespace
+
+SampledRows::SampledRows(const StoredMatrix& a, const StoredMatrix& b) : n_(b.cols) {
+  if (a.cols != b.rows) fail("gemm check: A is {} x {} but B is {} x {}", a.rows, a.cols, b.rows, b.cols);
+  const int64_t k = a.cols, n = b.cols;
+  const ElementDecoder a_value(a.dtype), b_value(b.dtype);
+  const auto a_size = static_cast<size_t>(dtype_storage_bytes(a.dtype)),
+             b_size = static_cast<size_t>(dtype_storage_bytes(b.dtype));
+  rows_ = sampled_indices(a.rows, 64);
+  const size_t groups = (rows_.size() + kRowGroup - 1) / kRowGroup;
+  // The sampled rows of A, each group's interleaved ((K, kRowGroup): the values one column of B
+  // meets at step t lie together), padded with rows of zeros.
+  std::vector<double> a_rows(groups * kRowGroup * static_cast<size_t>(k), 0.0);
+  for (size_t r = 0; r < rows_.size(); ++r)
+    for (int64_t t = 0; t < k; ++t)
+      a_rows[(r / kRowGroup * static_cast<size_t>(k) + static_cast<size_t>(t)) * kRowGroup + r % kRowGroup] =
+          a_value(a.bytes + static_cast<size_t>(a.index(rows_[r], t)) * a_size);
   sums_.assign(rows_.size() * static_cast<size_t>(n), 0);
   magnitudes_.assign(sums_.size(), 0);
-  // One row per host thread at a time: the reference of a large problem is billions of terms.
-  autotune::run_in_parallel(rows_.size(), 0, [&](size_t r) {
-    double* sum = &sums_[r * static_cast<size_t>(n)];
-    double* magnitude = &magnitudes_[r * static_cast<size_t>(n)];
-    for (int64_t t = 0; t < k; ++t) {  // along B's rows, so the inner loop reads memory in order
-      double x = a[static_cast<size_t>(rows_[r] * k + t)];
-      const double* b_row = &b[static_cast<size_t>(t * n)];
-      for (int64_t j = 0; j < n; ++j) sum[j] += x * b_row[j], magnitude[j] += std::fabs(x * b_row[j]);
+  const auto blocks = static_cast<size_t>((n + kColumnBlock - 1) / kColumnBlock);
+  autotune::run_in_parallel(blocks, 0, [&](size_t block) {
+    const int64_t first = static_cast<int64_t>(block) * kColumnBlock, last = std::min(n, first + kColumnBlock);
+    std::vector<double> columns(static_cast<size_t>((last - first) * k));
+    for (int64_t t = 0; t < k; ++t)  // along B's rows for B stored (K, N)
+      for (int64_t j = first; j < last; ++j)
+        columns[static_cast<size_t>((j - first) * k + t)] = b_value(b.bytes + static_cast<size_t>(b.index(t, j)) * b_size);
+    for (int64_t j = first; j < last; ++j) {
+      const double* column = &columns[static_cast<size_t>((j - first) * k)];
+      for (size_t g = 0; g < groups; ++g) {
+        const double* rows = &a_rows[g * kRowGroup * static_cast<size_t>(k)];
+        double sum[kRowGroup] = {}, magnitude[kRowGroup] = {};
+        for (int64_t t = 0; t < k; ++t)
+#pragma GCC unroll 8  // whole, so that the sums stay in registers
+          for (size_t q = 0; q < kRowGroup; ++q) {
+            const double product = rows[static_cast<size_t>(t) * kRowGroup + q] * column[t];
+            sum[q] += product, magnitude[q] += std::fabs(product);
+          }
+        for (size_t q = 0; q < kRowGroup && g * kRowGroup + q < rows_.size(); ++q) {
+          const size_t at = (g * kRowGroup + q) * static_cast<size_t>(n) + static_cast<size_t>(j);
+          sums_[at] = sum[q], magnitudes_[at] = magnitude[q];
+        }
+      }
     }
   });
 }
 
-RowCheck SampledRows::check(DType out_dtype, const std::vector<uint8_t>& out, double accumulation_error,
-                            double output_rounding) const {
+RowCheck SampledRows::check(const Tensor& out, double accumulation_error, double output_rounding) const {
+  if (out.rank() != 2 || out.shape()[1] != n_ || (!rows_.empty() && out.shape()[0] <= rows_.back()))
+    fail("gemm check: {} is not the output checked, of {} columns", out.describe(), n_);
+  const auto out_size = static_cast<size_t>(dtype_storage_bytes(out.dtype()));
+  std::vector<uint8_t> row(static_cast<size_t>(n_) * out_size);
   RowCheck r;
-  const auto out_size = static_cast<size_t>(dtype_storage_bytes(out_dtype));
-  for (size_t s = 0; s < rows_.size(); ++s)
+  for (size_t s = 0; s < rows_.size(); ++s) {
+    out.view({n_}, rows_[s] * n_).copy_to_host(row.data(), row.size());
     for (int64_t j = 0; j < n_; ++j) {
       size_t at = s * static_cast<size_t>(n_) + static_cast<size_t>(j);
       double want = sums_[at];
-      double v = host_value(out_dtype, out.data() + static_cast<size_t>(rows_[s] * n_ + j) * out_size);
+      double v = host_value(out.dtype(), &row[static_cast<size_t>(j) * out_size]);
       double error = std::isnan(v) ? INFINITY : std::fabs(v - want);
       double atol = accumulation_error * magnitudes_[at];
       r.atol = std::max(r.atol, atol);
       r.max_abs_error = std::max(r.max_abs_error, error);
       r.ok = r.ok && error <= atol + output_rounding * std::fabs(want);
     }
+  }
   return r;
 }
 

@@ -3,7 +3,9 @@
 // so a wrong tile along N or at the edges shows while the reference stays cheap at any size.
 // The reference is computed once and serves any number of checks (a tuner checks every
 // candidate against it). The error allowed for an element is `accumulation_error` times the
-// sum of |products| plus `output_rounding` times |reference|.
+// sum of |products| plus `output_rounding` times |reference|. The operands are read as the
+// device holds them (no double copies of them: a tuning problem's are hundreds of millions of
+// elements), and the sums run on every core.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 
 #include "dsl/dtype.h"
 #include "ops/gemm/gemm_problem.h"
+#include "runtime/tensor.h"
 
 namespace tilejit::ops::gemm_detail {
 
@@ -20,13 +23,25 @@ struct RowCheck {
   double atol = 0;           // the largest absolute part of the allowed errors
 };
 
+// A matrix of `rows` x `cols` elements of `dtype`, as its bytes on the device hold it: row-major,
+// or stored transposed ((cols, rows) row-major).
+struct StoredMatrix {
+  DType dtype;
+  const uint8_t* bytes;
+  int64_t rows, cols;
+  bool transposed = false;
+
+  // Where element (row, col) lies, in elements from `bytes`.
+  int64_t index(int64_t row, int64_t col) const { return transposed ? col * rows + row : row * cols + col; }
+};
+
 class SampledRows {
  public:
-  // `a` (M, K) and `b` (K, N) as row-major values.
-  SampledRows(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n, int64_t k);
-  // `out`: the output's row-major bytes of `out_dtype`.
-  RowCheck check(DType out_dtype, const std::vector<uint8_t>& out, double accumulation_error,
-                 double output_rounding) const;
+  // `a` (M, K) and `b` (K, N); both must outlive the constructor only.
+  SampledRows(const StoredMatrix& a, const StoredMatrix& b);
+  // `out`: the contiguous (M, N) output on its device, of which only the sampled rows are
+  // copied to the host (a large output is a GiB; its rows checked, a few hundred KiB).
+  RowCheck check(const Tensor& out, double accumulation_error, double output_rounding) const;
 
  private:
   int64_t n_;

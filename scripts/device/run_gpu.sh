@@ -39,7 +39,7 @@ step kernels 60 bash -c 'for k in $("$1" list | awk "{print \$1}"); do TILEJIT_D
   _ $b/tilejit "$logs/dump"
 step examples 30 bash -c '"$1"/demo && "$1"/tp_mlp --device cuda' _ $b
 # Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
-step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart)' \
+step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart|MakeTuningProblem)' \
   --benchmark_repetitions=1
 # The cost model's top 8 against every config of the space, once per shape (each is minutes).
 step autotune_exhaustive 300 $b/autotune_bench --benchmark_filter='BM_TopKAgainstExhaustive/.*cuda'

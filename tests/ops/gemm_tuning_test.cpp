@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <set>
 #include <tuple>
@@ -246,14 +247,24 @@ TEST(GemmTuning, BatchedCallsAndUntunedShapesTakeTheHeuristic) {
   }
 }
 
+std::vector<uint8_t> f32_bytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// `values` as an (m, n) f32 output in the emulator, for SampledRows::check.
+Tensor f32_output(const std::vector<float>& values, int64_t m, int64_t n) {
+  return tilejit::ops::upload_elements(Device::by_name("emu"), DType::f32, {m, n}, values.data());
+}
+
 TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
   // A (2, 3) and B (3, 2) of small integers: the product is exact in f32.
-  const std::vector<double> a = {1, 2, 3, -1, 0, 2}, b = {1, 0, -2, 1, 0, 3};
+  const std::vector<uint8_t> a = f32_bytes({1, 2, 3, -1, 0, 2}), b = f32_bytes({1, 0, -2, 1, 0, 3});
   std::vector<float> product = {-3, 11, -1, 6};
   auto check = [&](const std::vector<float>& out) {
-    std::vector<uint8_t> bytes(out.size() * sizeof(float));
-    std::memcpy(bytes.data(), out.data(), bytes.size());
-    return gd::SampledRows(a, b, 2, 2, 3).check(DType::f32, bytes, 1e-6, 1e-6);
+    return gd::SampledRows({DType::f32, a.data(), 2, 3}, {DType::f32, b.data(), 3, 2})
+        .check(f32_output(out, 2, 2), 1e-6, 1e-6);
   };
   EXPECT_TRUE(check(product).ok);
   std::vector<float> off_by_one = product;
@@ -265,6 +276,46 @@ TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
   nan[0] = NAN;
   EXPECT_FALSE(check(nan).ok);
   EXPECT_TRUE(std::isinf(check(nan).max_abs_error));
+  EXPECT_THAT(tilejit::testing_util::error_of([&] {
+                gd::SampledRows({DType::f32, a.data(), 2, 3}, {DType::f32, b.data(), 3, 2})
+                    .check(f32_output(product, 4, 1), 1e-6, 1e-6);
+              }),
+              ::testing::HasSubstr("is not the output checked, of 2 columns"));
+}
+
+// The operands are read as stored: A (K, M) and B (N, K) transposed give the same sums as
+// their row-major forms, over rows that fill several groups of the sums and a last part-group
+// (70 rows: 64 sampled), and columns that end inside a block.
+TEST(GemmTuning, TheRowCheckReadsOperandsAsStored) {
+  const int64_t m = 70, n = 13, k = 37;
+  std::mt19937_64 rng(5);
+  const std::vector<uint8_t> a = tilejit::ops::random_elements(DType::bf16, m * k, rng),
+                             b = tilejit::ops::random_elements(DType::bf16, k * n, rng);
+  const std::vector<double> av = tilejit::ops::host_values(DType::bf16, a), bv = tilejit::ops::host_values(DType::bf16, b);
+  std::vector<float> product(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t t = 0; t < k; ++t) sum += av[size_t(i * k + t)] * bv[size_t(t * n + j)];
+      product[size_t(i * n + j)] = float(sum);
+    }
+  auto stored_transposed = [](const std::vector<double>& values, int64_t rows, int64_t cols) {
+    std::vector<float> out(values.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) out[size_t(j * rows + i)] = float(values[size_t(i * cols + j)]);
+    return f32_bytes(out);
+  };
+  const std::vector<uint8_t> at = stored_transposed(av, m, k), bt = stored_transposed(bv, k, n);
+  const gd::SampledRows plain({DType::bf16, a.data(), m, k}, {DType::bf16, b.data(), k, n}),
+      transposed({DType::f32, at.data(), m, k, true}, {DType::f32, bt.data(), k, n, true});
+  for (const gd::SampledRows* rows : {&plain, &transposed}) {
+    EXPECT_TRUE(rows->check(f32_output(product, m, n), 1e-5, 1e-6).ok);
+    for (size_t wrong : {size_t{0}, size_t(m * n - 1), size_t(37 * n + 12)}) {
+      std::vector<float> off = product;
+      off[wrong] += 0.5f;
+      EXPECT_FALSE(rows->check(f32_output(off, m, n), 1e-5, 1e-6).ok) << "element " << wrong;
+    }
+  }
 }
 
 // The checked rows fall at many positions of a tile, not only at its start: a kernel whose
@@ -272,19 +323,36 @@ TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
 // ones and B of row indices keep the reference cheap: every row of the product is the same.
 TEST(GemmTuning, TheRowCheckSeesEveryRowOfATile) {
   const int64_t m = 4096, n = 2, k = 3;
-  std::vector<double> a(size_t(m * k), 1.0), b = {1, 2, 3, 4, 5, 6};
-  gd::SampledRows rows(a, b, m, n, k);
+  const std::vector<uint8_t> a = f32_bytes(std::vector<float>(size_t(m * k), 1.0f)), b = f32_bytes({1, 2, 3, 4, 5, 6});
+  gd::SampledRows rows({DType::f32, a.data(), m, k}, {DType::f32, b.data(), k, n});
   std::vector<float> out(size_t(m * n));
   for (int64_t i = 0; i < m; ++i) out[size_t(i * n)] = 9, out[size_t(i * n + 1)] = 12;
-  auto check = [&](const std::vector<float>& values) {
-    std::vector<uint8_t> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return rows.check(DType::f32, bytes, 1e-6, 1e-6);
-  };
-  EXPECT_TRUE(check(out).ok);
+  EXPECT_TRUE(rows.check(f32_output(out, m, n), 1e-6, 1e-6).ok);
   for (int64_t i = 0; i < m; ++i)
     if (i % 64 >= 16 && i % 64 < 48) out[size_t(i * n + 1)] = 0;
-  EXPECT_FALSE(check(out).ok);
+  EXPECT_FALSE(rows.check(f32_output(out, m, n), 1e-6, 1e-6).ok);
+}
+
+// Random operands are made on every core: the same generator state gives the same elements,
+// each one of the values random_elements promises, and every one of them occurs.
+TEST(RandomElements, SameSeedSameElementsOfThePromisedValues) {
+  const int64_t count = 300000;  // several chunks
+  std::mt19937_64 rng(3), again(3);
+  const std::vector<uint8_t> bytes = tilejit::ops::random_elements(DType::bf16, count, rng);
+  EXPECT_EQ(bytes, tilejit::ops::random_elements(DType::bf16, count, again));
+  EXPECT_NE(bytes, tilejit::ops::random_elements(DType::bf16, count, again));  // a new draw: new elements
+  std::set<double> promised, seen;
+  for (int e = -3; e <= 2; ++e)
+    for (int mantissa = 0; mantissa < 4; ++mantissa)
+      for (double sign : {1.0, -1.0}) promised.insert(sign * (1 + mantissa / 4.0) * std::ldexp(1.0, e));
+  for (double v : tilejit::ops::host_values(DType::bf16, bytes)) seen.insert(v);
+  EXPECT_EQ(seen, promised);
+  std::set<double> integers;
+  for (double v : tilejit::ops::host_values(DType::f8e4m3, tilejit::ops::random_integer_elements(DType::f8e4m3, count, 4, rng)))
+    integers.insert(v);
+  EXPECT_EQ(integers, (std::set<double>{-4, -3, -2, -1, 0, 1, 2, 3, 4}));
+  EXPECT_THAT(tilejit::testing_util::error_of([&] { tilejit::ops::random_integer_elements(DType::f8e4m3, 4, 100, rng); }),
+              ::testing::HasSubstr("does not hold the integer 100"));
 }
 
 TEST(SampledIndices, SpreadOverTheRangeAtEveryOffset) {

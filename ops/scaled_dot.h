@@ -21,10 +21,11 @@
 // summed there in their own narrower way, added into f32; ops/common/f32_dot.h)
 // and are rounded once to the output type. JAX multiplies
 // each operand by its scale in bf16 before the product; with e8m0 scales and fp8 or bf16 operands
-// that product is exact, so the results agree within the accumulation's rounding. Scales applied
-// to partial products keep operand * scale exact for every scale dtype; scales applied in
-// registers round it to bf16 for fp8 / bf16 operands (as JAX does, which matters for bf16
-// scales only) and keep f16 / f32 operands in f32. f16 and f32 operands keep their precision
+// that product is exact while it stays in bf16's normal range (>= 2^-126), so the results agree
+// within the accumulation's rounding. Scales applied to partial products keep operand * scale
+// exact for every scale dtype; scales applied in registers round it to bf16 for fp8 / bf16
+// operands as JAX does, which matters for bf16 scales and for products below 2^-126 (e8m0's 0x00
+// is 2^-127), where bf16 keeps multiples of 2^-133 only; f16 / f32 operands stay in f32. f16 and f32 operands keep their precision
 // (f32 through three tf32 products, about 2^-22 relative per product), where JAX's bf16 step
 // rounds them to 8 significant bits.
 #pragma once

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <array>
 #include <functional>
+#include <mutex>
 
 #include "autotune/parallel.h"
 #include "dsl/error.h"
@@ -68,12 +70,21 @@ uint64_t draw(uint64_t seed, int64_t i) {
   return z ^ (z >> 31);
 }
 
+// The float layout of a dtype random elements are made of (none for an integer dtype); throws
+// for i1, whose one byte holds 0 and 1 only, and for e8m0, which has no sign.
+FloatBits random_layout(DType dtype) {
+  if (dtype == DType::i1) fail("random elements: i1 holds 0 and 1 only, not signed integers");
+  return is_integer(dtype) ? FloatBits{} : float_bits(dtype);
+}
+
 }  // namespace
 
 double host_value(DType dtype, const uint8_t* element) {
   switch (dtype) {
+    case DType::i1: return element[0] != 0;
     case DType::i8: return static_cast<int8_t>(element[0]);
     case DType::i32: return static_cast<int32_t>(load_bits(element, 4));
+    case DType::i64: return static_cast<double>(static_cast<int64_t>(load_bits(element, 8)));
     case DType::e8m0: return element[0] == 0xff ? NAN : std::ldexp(1.0, element[0] - 127);
     default: return decode(load_bits(element, dtype_storage_bytes(dtype)), float_bits(dtype));
   }
@@ -81,11 +92,21 @@ double host_value(DType dtype, const uint8_t* element) {
 
 ElementDecoder::ElementDecoder(DType dtype) : dtype_(dtype), size_(dtype_storage_bytes(dtype)) {
   if (size_ > 2) return;
-  table_.resize(size_t{1} << (8 * size_));
-  for (size_t bits = 0; bits < table_.size(); ++bits) {
-    const uint8_t element[2] = {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
-    table_[bits] = host_value(dtype, element);
-  }
+  // One table per dtype for the process, made by its first decoder: most decoders are for a few
+  // elements, where making a 65536-entry table each time would cost more than the decoding.
+  constexpr size_t kDTypes = static_cast<size_t>(DType::e8m0) + 1;  // e8m0 is the enum's last
+  static std::array<std::once_flag, kDTypes> made;
+  static std::array<std::vector<double>, kDTypes> tables;
+  const auto slot = static_cast<size_t>(dtype);
+  std::call_once(made[slot], [&] {
+    std::vector<double>& table = tables[slot];
+    table.resize(size_t{1} << (8 * size_));
+    for (size_t bits = 0; bits < table.size(); ++bits) {
+      const uint8_t element[2] = {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
+      table[bits] = host_value(dtype, element);
+    }
+  });
+  table_ = tables[slot].data();
 }
 
 std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes) {
@@ -101,7 +122,7 @@ std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes) 
 std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64& rng) {
   const auto size = static_cast<size_t>(dtype_storage_bytes(dtype));
   const bool integer = is_integer(dtype);
-  const FloatBits f = integer ? FloatBits{} : float_bits(dtype);
+  const FloatBits f = random_layout(dtype);
   const uint64_t seed = rng();
   std::vector<uint8_t> out(static_cast<size_t>(count) * size);
   for_chunks(count, [&](int64_t begin, int64_t end) {
@@ -125,10 +146,12 @@ std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64
 std::vector<uint8_t> random_integer_elements(DType dtype, int64_t count, int limit, std::mt19937_64& rng) {
   const auto size = static_cast<size_t>(dtype_storage_bytes(dtype));
   const bool integer = is_integer(dtype);
-  const FloatBits f = integer ? FloatBits{} : float_bits(dtype);
+  const FloatBits f = random_layout(dtype);
   if (limit < 0) fail("random integers: the limit must not be negative, got {}", limit);
   if (!integer && limit > 0 && std::ilogb(static_cast<double>(limit)) > f.mantissa_bits)
     fail("{} does not hold the integer {} exactly", dtype_name(dtype), limit);
+  if (integer && dtype_bits(dtype) < 32 && limit >= 1 << (dtype_bits(dtype) - 1))
+    fail("{} does not hold the integer {}", dtype_name(dtype), limit);
   const uint64_t seed = rng();
   std::vector<uint8_t> out(static_cast<size_t>(count) * size);
   for_chunks(count, [&](int64_t begin, int64_t end) {

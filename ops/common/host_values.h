@@ -12,36 +12,37 @@
 
 namespace tilejit::ops {
 
-// The value of one element (f32, f16, bf16, f8e4m3, f8e5m2, e8m0, i8, i32).
+// The value of one element of any dtype (i1 stored as one byte; i64 rounded to a double).
 double host_value(DType dtype, const uint8_t* element);
-// host_value for many elements of one dtype: of 1- and 2-byte dtypes, by a table of every
-// encoding (made when constructed, under 2 ms), for the hundreds of millions of elements of a
-// tuning problem's reference.
+// host_value for many elements of one dtype, safe to call from many threads: of 1- and 2-byte
+// dtypes, by a table of every encoding (made once per dtype for the process, under 2 ms), for the
+// hundreds of millions of elements of a tuning problem's reference.
 class ElementDecoder {
  public:
   explicit ElementDecoder(DType dtype);
   double operator()(const uint8_t* element) const {
-    if (table_.empty()) return host_value(dtype_, element);
+    if (table_ == nullptr) return host_value(dtype_, element);
     return table_[size_ == 1 ? element[0] : static_cast<size_t>(element[0] | element[1] << 8)];
   }
 
  private:
   DType dtype_;
   int size_;
-  std::vector<double> table_;  // by encoding (little-endian), when size_ <= 2
+  const double* table_ = nullptr;  // by encoding (little-endian), when size_ <= 2
 };
 
 // Every element of `bytes` (elements of `dtype`) as a double.
 std::vector<double> host_values(DType dtype, const std::vector<uint8_t>& bytes);
 
 // `count` random elements of `dtype`: floats ±(1 + m/4) · 2^e with e in [-3, 2] and m in
-// [0, 3] (exact in every float format, fp8 included; no NaN or inf), integers in [-8, 8].
-// Made on every core from one draw of `rng`: the same state of `rng` gives the same elements.
+// [0, 3] (exact in every float format, fp8 included; no NaN or inf), integers (i8, i32, i64)
+// in [-8, 8]. Made on every core from one draw of `rng`: the same state of `rng` gives the same
+// elements. Throws tilejit::Error for i1 and e8m0.
 std::vector<uint8_t> random_elements(DType dtype, int64_t count, std::mt19937_64& rng);
 
 // `count` random integers in [-limit, limit] as elements of `dtype`, made as random_elements
-// are. A float format holds every integer up to 2^(mantissa bits + 1) exactly; limit 4 suits
-// them all, fp8 included. Throws tilejit::Error for a limit `dtype` does not hold.
+// are. A float format with m mantissa bits takes limits below 2^(m + 1); limit 4 suits them all,
+// fp8 included. Throws tilejit::Error for a limit `dtype` does not hold.
 std::vector<uint8_t> random_integer_elements(DType dtype, int64_t count, int limit, std::mt19937_64& rng);
 
 // A new contiguous tensor of `shape` on `device` holding `elements` (row-major, of `dtype`).

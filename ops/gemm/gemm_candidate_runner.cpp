@@ -107,9 +107,9 @@ std::unique_ptr<autotune::CandidateRunner> make_gemm_runner(const GemmTuningSpec
   const long double m = shape["M"], n = shape["N"], k = shape["K"];
   const long double device_bytes =
       m * k * dtype_storage_bytes(spec.a) + k * n * dtype_storage_bytes(spec.b) + m * n * dtype_storage_bytes(spec.out);
-  // The operands as stored, beside the sampled rows' sums.
-  const long double host_bytes =
-      m * k * dtype_storage_bytes(spec.a) + k * n * dtype_storage_bytes(spec.b) + 2 * 64 * n * sizeof(double);
+  // The operands as stored, beside their reference.
+  const long double host_bytes = m * k * dtype_storage_bytes(spec.a) + k * n * dtype_storage_bytes(spec.b) +
+                                 SampledRows::host_bytes(shape["K"], shape["N"]);
   autotune::check_problem_fits("gemm tuning", shape, device_bytes, host_bytes, device.info());
   return std::make_unique<GemmCandidateRunner>(spec, device, shape, timing, seed);
 }

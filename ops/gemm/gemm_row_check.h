@@ -1,6 +1,6 @@
-// A gemm output checked against a double-precision reference on sampled rows: every column
-// of 64 rows spread over M (all of them when M is smaller), the last row always among them,
-// so a wrong tile along N or at the edges shows while the reference stays cheap at any size.
+// A gemm output checked against a double-precision reference on sampled rows: every column of
+// kSampledRows rows spread over M (all of them when M is smaller), the last row always among
+// them, so a wrong tile along N or at the edges shows while the reference stays cheap at any size.
 // The reference is computed once and serves any number of checks (a tuner checks every
 // candidate against it). The error allowed for an element is `accumulation_error` times the
 // sum of |products| plus `output_rounding` times |reference|. The operands are read as the
@@ -37,6 +37,10 @@ struct StoredMatrix {
 
 class SampledRows {
  public:
+  static constexpr int64_t kSampledRows = 64;
+  // The host memory the reference of a (M, K) x (K, N) product holds, at most, while made.
+  static long double host_bytes(int64_t k, int64_t n);
+
   // `a` (M, K) and `b` (K, N); both must outlive the constructor only.
   SampledRows(const StoredMatrix& a, const StoredMatrix& b);
   // `out`: the contiguous (M, N) output on its device, of which only the sampled rows are
@@ -44,7 +48,7 @@ class SampledRows {
   RowCheck check(const Tensor& out, double accumulation_error, double output_rounding) const;
 
  private:
-  int64_t n_;
+  int64_t m_, n_;
   std::vector<int64_t> rows_;
   std::vector<double> sums_, magnitudes_;  // (rows, N)
 };

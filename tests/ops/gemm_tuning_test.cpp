@@ -276,18 +276,27 @@ TEST(GemmTuning, TheRowCheckRejectsAWrongElement) {
   nan[0] = NAN;
   EXPECT_FALSE(check(nan).ok);
   EXPECT_TRUE(std::isinf(check(nan).max_abs_error));
-  EXPECT_THAT(tilejit::testing_util::error_of([&] {
-                gd::SampledRows({DType::f32, a.data(), 2, 3}, {DType::f32, b.data(), 3, 2})
-                    .check(f32_output(product, 4, 1), 1e-6, 1e-6);
-              }),
-              ::testing::HasSubstr("is not the output checked, of 2 columns"));
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 1}, {3, 2}})  // an extra row as well
+    EXPECT_THAT(tilejit::testing_util::error_of([&] {
+                  gd::SampledRows({DType::f32, a.data(), 2, 3}, {DType::f32, b.data(), 3, 2})
+                      .check(f32_output(std::vector<float>(size_t(rows * cols)), rows, cols), 1e-6, 1e-6);
+                }),
+                ::testing::HasSubstr("is not the output checked, of 2 x 2"));
+}
+
+// An empty sum (K = 0): every element of the product is 0.
+TEST(GemmTuning, TheRowCheckOfAnEmptySum) {
+  const std::vector<uint8_t> none;
+  const gd::SampledRows rows({DType::bf16, none.data(), 3, 0}, {DType::bf16, none.data(), 0, 2});
+  EXPECT_TRUE(rows.check(f32_output(std::vector<float>(6, 0.0f), 3, 2), 1e-6, 1e-6).ok);
+  EXPECT_FALSE(rows.check(f32_output({0, 0, 0, 0, 0, 1e-3f}, 3, 2), 1e-6, 1e-6).ok);
 }
 
 // The operands are read as stored: A (K, M) and B (N, K) transposed give the same sums as
 // their row-major forms, over rows that fill several groups of the sums and a last part-group
-// (70 rows: 64 sampled), and columns that end inside a block.
+// (61 rows, all of them sampled), and columns that end inside a block.
 TEST(GemmTuning, TheRowCheckReadsOperandsAsStored) {
-  const int64_t m = 70, n = 13, k = 37;
+  const int64_t m = 61, n = 13, k = 37;
   std::mt19937_64 rng(5);
   const std::vector<uint8_t> a = tilejit::ops::random_elements(DType::bf16, m * k, rng),
                              b = tilejit::ops::random_elements(DType::bf16, k * n, rng);
@@ -353,6 +362,19 @@ TEST(RandomElements, SameSeedSameElementsOfThePromisedValues) {
   EXPECT_EQ(integers, (std::set<double>{-4, -3, -2, -1, 0, 1, 2, 3, 4}));
   EXPECT_THAT(tilejit::testing_util::error_of([&] { tilejit::ops::random_integer_elements(DType::f8e4m3, 4, 100, rng); }),
               ::testing::HasSubstr("does not hold the integer 100"));
+  EXPECT_THAT(tilejit::testing_util::error_of([&] { tilejit::ops::random_integer_elements(DType::i8, 4, 128, rng); }),
+              ::testing::HasSubstr("i8 does not hold the integer 128"));
+  for (DType no_random : {DType::i1, DType::e8m0})
+    EXPECT_THAT(tilejit::testing_util::error_of([&] { tilejit::ops::random_elements(no_random, 4, rng); }),
+                ::testing::HasSubstr(std::string(tilejit::dtype_name(no_random))))
+        << tilejit::dtype_name(no_random);
+  std::set<double> wide;
+  for (double v : tilejit::ops::host_values(DType::i64, tilejit::ops::random_elements(DType::i64, count, rng)))
+    wide.insert(v);
+  EXPECT_EQ(wide.size(), 17u);
+  EXPECT_EQ(*wide.begin(), -8);
+  EXPECT_EQ(*wide.rbegin(), 8);
+  EXPECT_EQ(tilejit::ops::host_values(DType::i1, {0, 1, 2}), (std::vector<double>{0, 1, 1}));  // any nonzero byte is true
 }
 
 TEST(SampledIndices, SpreadOverTheRangeAtEveryOffset) {

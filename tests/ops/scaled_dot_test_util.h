@@ -95,6 +95,10 @@ inline DotDimensionNumbers default_numbers(int rank) {
 
 struct Reference {
   std::vector<LD> sum, magnitude;  // the result and the sum of |terms|, row-major
+  // Per element, what JAX's rounding of scaled operands to bf16 may cost where operand x scale
+  // falls below bf16's normal range (2^-126, 2^-127 being e8m0's 0x00): there the rounding is
+  // absolute, up to half the subnormal step 2^-133, times the other side's scaled value.
+  std::vector<LD> underflow;
   Shape shape;
   int64_t terms = 0;  // per output element
 };
@@ -140,6 +144,10 @@ inline Reference reference_scaled_dot(const HostTensor& lhs, const HostTensor& r
       }
       return scales.empty() ? values[flat] : values[flat] * scales[scale_flat];
     }
+    LD underflow_error(LD scaled_value) const {
+      const bool subnormal = scaled_value != 0 && std::fabs(scaled_value) < std::ldexp(1.0L, -126);
+      return !scales.empty() && subnormal ? std::ldexp(1.0L, -134) : 0;
+    }
   };
   auto scaled = [&](const HostTensor& t, const HostTensor* scale) {
     Scaled s{t.values.values(), {}, t.shape, Shape(rank, 1), t.shape};
@@ -167,15 +175,18 @@ inline Reference reference_scaled_dot(const HostTensor& lhs, const HostTensor& r
       li[static_cast<size_t>(n.lhs_batch[i])] = ri[static_cast<size_t>(n.rhs_batch[i])] = out[pos];
     for (int d : lhs_free) li[static_cast<size_t>(d)] = out[pos++];
     for (int d : rhs_free) ri[static_cast<size_t>(d)] = out[pos++];
-    LD sum = 0, magnitude = 0;
+    LD sum = 0, magnitude = 0, underflow = 0;
     for (int64_t t = 0; t < r.terms; ++t, next(k, k_shape)) {
       for (size_t i = 0; i < k.size(); ++i)
         li[static_cast<size_t>(n.lhs_contracting[i])] = ri[static_cast<size_t>(n.rhs_contracting[i])] = k[i];
-      LD p = a.at(li) * b.at(ri);
-      sum += p, magnitude += std::fabs(p);
+      const LD x = a.at(li), y = b.at(ri);
+      const LD ex = a.underflow_error(x), ey = b.underflow_error(y);
+      sum += x * y, magnitude += std::fabs(x * y);
+      underflow += ex * std::fabs(y) + ey * std::fabs(x) + ex * ey;
     }
     r.sum.push_back(sum);
     r.magnitude.push_back(magnitude);
+    r.underflow.push_back(underflow);
   }
   return r;
 }
@@ -184,7 +195,8 @@ inline Reference reference_scaled_dot(const HostTensor& lhs, const HostTensor& r
 // products of f32 operands fit in it), with fp8 operands on both sides the tensor cores' own
 // sum within a K block (of at most two k32 instructions), the output's rounding (bf16: 2^-8
 // relative), and, with bf16 scales, JAX's own rounding of operand * scale to bf16 on both
-// sides, which the kernel may follow (2^-8 each).
+// sides, which the kernel may follow (2^-8 each); below bf16's normal range that rounding is
+// absolute, and so is its allowance (Reference::underflow), whatever the scales' dtype.
 inline std::vector<LD> allowed_error(const Reference& r, DType out, bool bf16_scales, bool fp8_operands) {
   LD accumulation = 1e-5L + static_cast<LD>(r.terms) * std::ldexp(1.0L, -24);
   if (fp8_operands) accumulation += static_cast<LD>(fp8_chain_error(2));
@@ -192,7 +204,7 @@ inline std::vector<LD> allowed_error(const Reference& r, DType out, bool bf16_sc
   LD rounding = out == DType::bf16 ? std::ldexp(1.0L, -8) : std::ldexp(1.0L, -22);
   std::vector<LD> allowed(r.sum.size());
   for (size_t i = 0; i < allowed.size(); ++i)
-    allowed[i] = accumulation * r.magnitude[i] + rounding * std::fabs(r.sum[i]) + 1e-30L;
+    allowed[i] = accumulation * r.magnitude[i] + rounding * std::fabs(r.sum[i]) + r.underflow[i] + 1e-30L;
   return allowed;
 }
 

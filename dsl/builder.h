@@ -96,7 +96,11 @@ void store(const Tile& ptr, const Operand& value, Loc loc = Loc::current());
 void store(const Tile& ptr, const Operand& value, const Tile& mask, Loc loc = Loc::current());
 // The block of a TensorDesc's tensor whose first element is at `offsets` (one i32 per dim of
 // the tensor, any value; the last two: row, column): a (rows, columns) tile of the
-// descriptor's block, elements outside the tensor reading 0.
+// descriptor's block, elements outside the tensor reading 0. On sm_90 TMA copies it where the
+// column is a whole number of 16 bytes (the GPU faults on any other), tested at run time
+// unless the compiler proves it; global loads take the others. A loop pipeline stages by TMA
+// only blocks whose column is proven so (a multiple of the loop's step, of a specialized
+// argument, ...).
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, Loc loc = Loc::current());
 // The same, promising that every CTA of the thread-block cluster whose place in it differs
 // from this CTA's along cluster axis `axis` only (0: x, 1: y, 2: z) loads this same block at
@@ -110,8 +114,9 @@ struct ClusterShared {
 Tile desc_load(const Tile& desc, const std::vector<Operand>& offsets, ClusterShared shared, Loc loc = Loc::current());
 // Writes `block` (a (rows, columns) tile of the descriptor's block and dtype) to the
 // TensorDesc's tensor at `offsets` (as desc_load's); elements outside the tensor are not written. On
-// sm_90 the block leaves through shared memory by TMA, asynchronously: later kernels see it,
-// a load of the same elements later in this kernel may not.
+// sm_90 the block leaves through shared memory by TMA (at a column of whole 16 bytes, as
+// desc_load's), asynchronously: later kernels see it, a load of the same elements later in
+// this kernel may not.
 void desc_store(const Tile& desc, const std::vector<Operand>& offsets, const Tile& block, Loc loc = Loc::current());
 // Atomics on global memory (relaxed, device scope); each returns the old values.
 Tile atomic_add(const Tile& ptr, const Operand& value, Loc loc = Loc::current());

@@ -172,7 +172,7 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     auto read_by_wgmma = [&](const std::vector<const ir::Op*>& dots) {
       return std::any_of(dots.begin(), dots.end(), [&](const ir::Op* dot) { return L.wgmma_dot_tiling(*dot).has_value(); });
     };
-    if (op->kind == K::desc_load && L.has_tma()) {
+    if (op->kind == K::desc_load && L.has_tma() && tma_column_proven(L, *op)) {
       std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
       std::set<const ir::Op*> slice;
       if (dots.empty() || !std::all_of(op->operands.begin() + 1, op->operands.end(),

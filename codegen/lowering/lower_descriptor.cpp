@@ -1,8 +1,9 @@
 // desc_load / desc_store: one block of a tensor descriptor, elements outside the tensor
 // reading zero / left alone. On sm_90+ TMA copies the block between global memory and the
 // scratch space (completing on an mbarrier there, or as a bulk async-group), in the swizzled
-// tile layout every thread reads or writes its elements in; elsewhere every thread loads or
-// stores its elements in global memory. In a loop whose dot reads the block, the loop
+// tile layout every thread reads or writes its elements in; elsewhere, and on sm_90 for a
+// block whose column offset is not a whole number of 16 bytes, every thread loads or stores
+// its elements in global memory. In a loop whose dot reads the block, the loop
 // pipeline stages it instead (codegen/lowering/loop_pipeline.h).
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -133,18 +134,72 @@ void store_block_to_global(Lowering& L, const ir::Op& op) {
   }
 }
 
+// Where the axis analysis cannot prove the column offset of `op` a whole number of 16 bytes
+// (tma.h), the test (uniform over the CTA: offsets are scalars) that picks TMA at run time, the
+// block taking the path of the GPUs without TMA otherwise; null where it is proven.
+llvm::Value* tma_column_test(Lowering& L, const ir::Op& op) {
+  if (tma_column_proven(L, op)) return nullptr;
+  const auto low_bits = static_cast<int32_t>(tma_column_step(op) - 1);  // the step is a power of two
+  return L.b.CreateICmpEQ(L.b.CreateAnd(L.scalar(tma_column(op)), L.const_i32(low_bits)), L.const_i32(0));
+}
+
+// `by_tma()` where `test` holds, `otherwise()` where not: each in its own region, their values
+// (one per register; none for a store) merged after.
+template <typename ByTma, typename Otherwise>
+std::vector<llvm::Value*> either_path(Lowering& L, llvm::Value* test, ByTma by_tma, Otherwise otherwise) {
+  auto& b = L.b;
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  auto* tma = llvm::BasicBlock::Create(L.ctx, "desc.tma", f);
+  auto* global = llvm::BasicBlock::Create(L.ctx, "desc.global", f);
+  auto* merge = llvm::BasicBlock::Create(L.ctx, "desc.end", f);
+  b.CreateCondBr(test, tma, global);
+  auto path = [&](llvm::BasicBlock* start, auto&& body) {
+    b.SetInsertPoint(start);
+    L.enter_region();  // nothing computed on one path is reused on the other
+    std::vector<llvm::Value*> values = body();
+    L.enter_region();
+    llvm::BasicBlock* end = b.GetInsertBlock();
+    b.CreateBr(merge);
+    return std::make_pair(end, values);
+  };
+  auto [tma_end, tma_values] = path(tma, by_tma);
+  auto [global_end, global_values] = path(global, otherwise);
+  b.SetInsertPoint(merge);
+  std::vector<llvm::Value*> values;
+  for (size_t r = 0; r < tma_values.size(); ++r) {
+    llvm::PHINode* phi = b.CreatePHI(tma_values[r]->getType(), 2);
+    phi->addIncoming(tma_values[r], tma_end);
+    phi->addIncoming(global_values[r], global_end);
+    values.push_back(phi);
+  }
+  return values;
+}
+
 }  // namespace
 
 void Lowering::lower_desc_store(const ir::Op& op) {
-  if (has_tma()) store_block_by_tma(*this, op);
-  else store_block_to_global(*this, op);
+  if (!has_tma()) return store_block_to_global(*this, op);
+  llvm::Value* test = tma_column_test(*this, op);
+  if (!test) return store_block_by_tma(*this, op);
+  auto storing = [&](void (*store)(Lowering&, const ir::Op&)) {
+    return [this, &op, store] {
+      store(*this, op);
+      return std::vector<llvm::Value*>{};
+    };
+  };
+  either_path(*this, test, storing(store_block_by_tma), storing(store_block_to_global));
 }
 
 void Lowering::lower_desc_load(const ir::Op& op) {
   if (staged_operands.count(op.result())) return;  // its loop pipeline copies it
   LinearLayout layout = transposed_b_load_layout(op.result()).value_or(default_layout(op.result()->type.shape));
+  llvm::Value* test = has_tma() ? tma_column_test(*this, op) : nullptr;
   std::vector<llvm::Value*> values =
-      has_tma() ? load_block_by_tma(*this, op, layout) : load_block_from_global(*this, op, layout);
+      !has_tma() ? load_block_from_global(*this, op, layout)
+      : !test    ? load_block_by_tma(*this, op, layout)
+                 : either_path(
+                       *this, test, [&] { return load_block_by_tma(*this, op, layout); },
+                       [&] { return load_block_from_global(*this, op, layout); });
   define(op.result(), Regs{layout, std::move(values)});
 }
 

@@ -198,6 +198,9 @@ class Lowering {
   // Layout conversion through shared memory (codegen/lowering/convert_layout.cpp); of
   // elements replicated over threads, the first holder's value.
   std::vector<llvm::Value*> convert_through_shared(const ir::Type& type, const Regs& from, const LinearLayout& to);
+  // Rematerialized values are only reused within the region that computed them: called where
+  // one begins or ends.
+  void enter_region() { remat_cache_.clear(); }
   // Emits `body` under `if (cond)`; returns the block the body ended in and the merge block.
   template <typename F>
   std::pair<llvm::BasicBlock*, llvm::BasicBlock*> emit_if(llvm::Value* cond, const char* name, F&& body) {
@@ -221,8 +224,6 @@ class Lowering {
   // A rematerializable value or a broadcast computed anew in `layout` from its operands.
   std::vector<llvm::Value*> rematerialize(const ir::Value* v, const LinearLayout& layout);
 
-  // Rematerialized values are only reused within the region that computed them.
-  void enter_region() { remat_cache_.clear(); }
   // The layout `v` will be defined in, or nullopt (codegen/lowering/carried_layout.cpp).
   std::optional<LinearLayout> predicted_layout(const ir::Value* v, int depth) const;
   // The layout a computed tile that `v` meets in an elementwise op (directly, or through other

@@ -1,5 +1,7 @@
 #include "codegen/lowering/tma.h"
 
+#include <algorithm>
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -14,8 +16,19 @@ BlockAt block_at(Lowering& L, const ir::Op& op) {
   BlockAt at;
   for (size_t i = 1; i + 2 <= rank; ++i) at.outer.push_back(L.scalar(op.operands[i]));
   at.row = L.scalar(op.operands[rank - 1]);
-  at.column = L.scalar(op.operands[rank]);
+  at.column = L.scalar(tma_column(op));
   return at;
+}
+
+const ir::Value* tma_column(const ir::Op& op) { return op.operands[op.operands[0]->type.shape.size()]; }
+
+int64_t tma_column_step(const ir::Op& op) {
+  return std::max<int64_t>(16 / dtype_storage_bytes(op.operands[0]->type.dtype), 1);
+}
+
+bool tma_column_proven(const Lowering& L, const ir::Op& op) {
+  const AxisInfo& info = L.axis().info(tma_column(op));
+  return (info.value ? *info.value : info.scalar_divisibility) % tma_column_step(op) == 0;
 }
 
 namespace {

@@ -25,6 +25,12 @@ struct BlockAt {
 };
 // The block desc_load / desc_store `op` names (its operands after the descriptor).
 BlockAt block_at(Lowering& L, const ir::Op& op);
+// The column offset of desc_load / desc_store `op`, and whether the axis analysis proves it a
+// whole number of 16 bytes: the GPU faults (an illegal instruction) on a TMA copy at any other
+// column, so only a proven block is staged by TMA, and others test theirs at run time.
+const ir::Value* tma_column(const ir::Op& op);
+int64_t tma_column_step(const ir::Op& op);  // elements in 16 bytes (at least 1)
+bool tma_column_proven(const Lowering& L, const ir::Op& op);
 // The calling thread copies the block of `desc` at `at` into the tile at shared `tile`,
 // completing its bytes (tma_box_of(desc).block_bytes()) on `bar`; or, with `multicast`, that
 // slice of it, into the same offsets of every CTA of the mask, completing on the mbarrier at

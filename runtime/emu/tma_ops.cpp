@@ -269,6 +269,15 @@ EmuTensorMap tensor_map_of_rank(const void* map, int rank, const char* op) {
   return m;
 }
 
+// Hopper faults (an illegal instruction) on a tensor copy, either way, whose innermost
+// coordinate is not a whole number of 16 bytes, inside the tensor or not.
+void check_column(const EmuTensorMap& m, const BoxAt& at, const char* op) {
+  if (int64_t{at.column} * m.element_bytes % 16 != 0)
+    abort_thread(fmt::format("{} at column {}: the innermost coordinate must be a multiple of 16 bytes (of {} "
+                             "{}-byte elements); the GPU faults on any other",
+                             op, at.column, std::max(16 / m.element_bytes, 1), m.element_bytes));
+}
+
 // TMA's coordinates (innermost dim first: column, row, then the outer dims from the innermost
 // out) as a BoxAt.
 BoxAt box_at(std::initializer_list<int32_t> coordinates) {
@@ -287,6 +296,7 @@ BoxAt box_at(std::initializer_list<int32_t> coordinates) {
 void tensor_copy(void* to, void* bar, const EmuTensorMap& m, const BoxAt& at, int32_t cta_mask, int32_t use_cta_mask,
                  int32_t cta_group, const char* op) {
   if (cta_group != 0) abort_thread(fmt::format("{}: .cta_group is not emulated (sm_100)", op));
+  check_column(m, at, op);
   Cta* owner = cta_holding(to);
   if (!owner) abort_thread(fmt::format("{} to {}: the address is in no CTA of the cluster", op, to));
   int64_t offset = static_cast<std::byte*>(to) - owner->shared;
@@ -320,6 +330,7 @@ void tensor_copy_of_rank(void* to, void* bar, const void* map, Coordinate... coo
 // exits); what a thread wrote there through the generic proxy it must have fenced
 // (fence.proxy.async) before the issue, and nobody writes it before the read.
 void tensor_store(const void* from, const EmuTensorMap& m, const BoxAt& at, const char* op) {
+  check_column(m, at, op);
   int64_t offset = shared_offset(from, box_bytes(m), 128, op);
   for (int64_t word = offset / 4; word < (offset + box_bytes(m)) / 4; ++word)
     if (int writer = unfenced_generic_writer(cta(), word); writer >= 0)

@@ -303,7 +303,7 @@ TEST(ClusterChecks, ArrivalsBeyondWhatThePhaseExpectsAreReported) {
 // on it; after the cluster barrier rank 0's thread 0 copies the 16 x 4 box of the i32 tensor
 // (16-byte rows: no swizzle) to offset 1024 of the CTAs in `mask`; every thread waits for its
 // CTA's phase and reads word t of the box.
-std::string multicast(int mask) {
+std::string multicast(int mask, int column = 0) {
   return std::string(R"(
   %rank = call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()
   %box = getelementptr i8, ptr addrspace(3) @smem, i32 1024
@@ -321,8 +321,8 @@ synced:
   br i1 %issues, label %copy, label %wait
 copy:
   %to = addrspacecast ptr addrspace(3) %box to ptr addrspace(7)
-  call void @llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d(ptr addrspace(7) %to, ptr addrspace(3) @smem, ptr %map, i32 0, i32 0, i16 )" +
-         std::to_string(mask) + R"(, i64 0, i1 true, i1 false, i32 0)
+  call void @llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d(ptr addrspace(7) %to, ptr addrspace(3) @smem, ptr %map, i32 )" +
+         std::to_string(column) + ", i32 0, i16 " + std::to_string(mask) + R"(, i64 0, i1 true, i1 false, i32 0)
   br label %wait
 wait:
   %ok = call i1 @llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta(ptr addrspace(3) @smem, i32 0)
@@ -364,6 +364,13 @@ TEST_F(Multicast, ACtaLeftOutOfTheMaskWaitsForever) {
 TEST_F(Multicast, AMaskBeyondTheClusterIsReported) {
   EXPECT_THAT(error_of([&] { run(multicast(0b101), {2, 1, 1}, &map_); }),
               HasSubstr("multicast::cluster with CTA mask 0x5: the cluster has 2 CTAs"));
+}
+
+// The GPU faults on a copy whose column is not a whole number of 16 bytes (4 i32s).
+TEST_F(Multicast, TheColumnIsAWholeNumberOf16Bytes) {
+  EXPECT_THAT(error_of([&] { run(multicast(0b11, 3), {2, 1, 1}, &map_); }),
+              HasSubstr("cp.async.bulk.tensor.2d at column 3: the innermost coordinate must be a multiple of 16 bytes "
+                        "(of 4 4-byte elements)"));
 }
 
 TEST(ClusterChecks, ClustersMustTileTheGridWithinThePortableSize) {

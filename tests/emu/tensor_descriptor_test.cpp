@@ -34,17 +34,61 @@ INSTANTIATE_TEST_SUITE_P(Emulator, DescriptorStore, ::testing::ValuesIn(copy_cas
                          [](const auto& info) { return case_name(info.param); });
 
 // On sm_90 a block leaves by TMA, one bulk async-group waited for before the scratch space is
-// reused; elsewhere by plain stores.
+// reused; elsewhere by plain stores. The column offset here (-8 bf16s) is a whole number of 16
+// bytes, which the specialization knows: no path without TMA is compiled on sm_90a.
 TEST(DescriptorStoreLowering, Sm90StoresByTma) {
   for (const char* arch : {"sm_90a", "sm_80"}) {
     SCOPED_TRACE(arch);
     std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by(
-        [&] { check_descriptor_store({DType::bf16, 16, 64, 45, 100, 104, 3, -5, arch}, Device::by_name(std::string("emu:") + arch)); });
+        [&] { check_descriptor_store({DType::bf16, 16, 64, 45, 100, 104, 3, -8, arch}, Device::by_name(std::string("emu:") + arch)); });
     ASSERT_EQ(ptx.size(), 1u);
     bool tma = std::string(arch) == "sm_90a";
     for (const char* wanted : {"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cp.async.bulk.commit_group",
                                "cp.async.bulk.wait_group.read", "fence.proxy.async.shared::cta"})
       EXPECT_EQ(ptx[0].find(wanted) != std::string::npos, tma) << wanted;
+    EXPECT_EQ(ptx[0].find("st.global") != std::string::npos, !tma);
+  }
+}
+
+// The GPU faults on a TMA copy whose column offset is not a whole number of 16 bytes. Where the
+// compiler cannot prove a block's offset is, sm_90a code tests it at run time and takes TMA
+// only where it holds: here the column is a + b, of which the specialization knows nothing
+// (a = 1, b odd), 8 bf16s (TMA) in one launch and 4 (global loads and stores) in the other.
+// Both move the block bit for bit.
+TEST(DescriptorLowering, AColumnNotProvenAlignedIsTestedAtRunTime) {
+  using namespace tilejit::dsl;
+  dsl::Kernel kernel = define_kernel(
+      "desc_at_column", {"src", "dst", "A", "B"}, {},
+      [](const Constants&, TensorDesc<DType::bf16> src, TensorDesc<DType::bf16> dst, Scalar<i32> a, Scalar<i32> b) {
+        desc_store(dst, {0, a + b}, desc_load(src, {0, a + b}));
+      });
+  JitKernel jit(std::move(kernel));
+  Device& device = Device::by_name("emu:sm_90a");
+  for (int32_t b : {7, 3}) {
+    SCOPED_TRACE(b);
+    TJ_SEEDED_RNG(rng);
+    Host src(DType::bf16, 16 * 64), dst(DType::bf16, 16 * 64);
+    for (size_t i = 0; i < src.size(); ++i) src.set_raw(i, rng.bits()), dst.set_raw(i, rng.bits());
+    Tensor src_tensor = upload(src, {16, 64}, device), dst_tensor = upload(dst, {16, 64}, device);
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] {
+      jit.launch(device.default_stream(), {1, 1, 1}, TensorDescriptor::of(src_tensor, {16, 32}),
+                 TensorDescriptor::of(dst_tensor, {16, 32}), int32_t(1), b);
+    });
+    ASSERT_EQ(ptx.size(), b == 7 ? 1u : 0u) << "one specialization for both";
+    for (const std::string& text : ptx)
+      for (const char* wanted : {"cp.async.bulk.tensor.2d.shared::cluster.global", "cp.async.bulk.tensor.2d.global.shared::cta",
+                                 "ld.global", "st.global"})
+        EXPECT_NE(text.find(wanted), std::string::npos) << wanted;
+    Host got = download(dst_tensor);
+    const int64_t column = 1 + b;
+    int bad = 0;
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t c = 0; c < 64; ++c) {
+        const size_t at = size_t(r * 64 + c);
+        const uint64_t want = c >= column && c < column + 32 ? src.raw(at) : dst.raw(at);
+        if (got.raw(at) != want && bad++ < 8) ADD_FAILURE() << "dst (" << r << ", " << c << ")";
+      }
+    EXPECT_EQ(bad, 0);
   }
 }
 
@@ -92,6 +136,44 @@ TEST(DescriptorStoreLowering, AccumulatorFragmentsLeaveByStmatrix) {
       }
     EXPECT_EQ(bad, 0);
   }
+}
+
+// A dot in a loop reads its blocks through the loop pipeline, which stages by TMA only a block
+// whose column offset is proven a whole number of 16 bytes: here B's (0) but not A's (k +
+// shift, the shift odd), which is loaded as outside a loop, testing its column at run time. A
+// of (64, 64) and B of (64, 64) small integers: the product, of A's columns shifted by one
+// (the last reading zero) and B's rows too, is exact.
+TEST(DescriptorLowering, APipelinedBlockAtAColumnNotProvenAlignedIsNotStagedByTma) {
+  using namespace tilejit::dsl;
+  dsl::Kernel kernel = define_kernel(
+      "desc_dot_shifted", {"a", "b", "out", "SHIFT"}, {{"num_stages", 3}},
+      [](const Constants&, TensorDesc<DType::bf16> a, TensorDesc<DType::bf16> b, Ptr<DType::f32> out,
+         Scalar<i32> shift) {
+        Tile acc = for_range(0, 64, 32, zeros({64, 64}, DType::f32), [&](Tile k, Tile acc) {
+          return dot(desc_load(a, {0, k + shift}), desc_load(b, {k + shift, 0}), acc);
+        });
+        store(out + expand_dims(arange(0, 64), 1) * 64 + expand_dims(arange(0, 64), 0), acc);
+      });
+  JitKernel jit(std::move(kernel));
+  Device& device = Device::by_name("emu:sm_90a");
+  TJ_SEEDED_RNG(rng);
+  Host a(DType::bf16, 64 * 64), b(DType::bf16, 64 * 64);
+  for (size_t i = 0; i < a.size(); ++i) a.set(i, LD(int(rng.bits() % 5) - 2)), b.set(i, LD(int(rng.bits() % 5) - 2));
+  Tensor a_tensor = upload(a, {64, 64}, device), b_tensor = upload(b, {64, 64}, device);
+  Tensor out = poisoned(DType::f32, {64 * 64}, device);
+  jit.launch(device.default_stream(), {1, 1, 1}, TensorDescriptor::of(a_tensor, {64, 32}),
+             TensorDescriptor::of(b_tensor, {32, 64}), out, int32_t(1));
+  Host got = download(out);
+  int bad = 0;
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      LD want = 0;
+      for (int64_t q = 1; q < 64; ++q) want += a.get(size_t(i * 64 + q)) * b.get(size_t(q * 64 + j));
+      if (got.get(size_t(i * 64 + j)) != want && bad++ < 8)
+        ADD_FAILURE() << "out (" << i << ", " << j << ") = " << double(got.get(size_t(i * 64 + j))) << ", want "
+                      << double(want);
+    }
+  EXPECT_EQ(bad, 0);
 }
 
 TEST(DescriptorTracing, AStoredBlockHasTheDescriptorsShapeAndDtype) {

@@ -4,6 +4,7 @@
 // box; the tensor is written by the thread's exit. Each rule is planted broken on purpose: no
 // fence.proxy.async between the threads' writes and the copy, no wait before the thread
 // exits, the box overwritten before the copy read it. Overwritten after, it is free.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -25,6 +26,7 @@ struct Planted {
   bool wait = true;             // cp.async.bulk.wait_group.read 0 before thread 0 exits
   bool overwrite_early = false;  // thread 0 writes word 0 again between the copy and the wait
   bool overwrite_late = false;   // and after the wait
+  int column = 0;                // the box's column in the tensor
 };
 
 // Thread t writes 5 t + 2 to word t of the box at shared offset 0; returns the tensor.
@@ -50,7 +52,8 @@ entry:
   %first = icmp eq i32 %t, 0
   br i1 %first, label %copy, label %done
 copy:
-  call void @llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d(ptr addrspace(3) @smem, ptr %map, i32 0, i32 0, i64 0, i1 false)
+  call void @llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d(ptr addrspace(3) @smem, ptr %map, i32 )" +
+                   std::to_string(p.column) + R"(, i32 0, i64 0, i1 false)
   call void @llvm.nvvm.cp.async.bulk.commit.group()
 )" + std::string(p.overwrite_early ? "  store i32 -1, ptr addrspace(3) @smem\n" : "") +
                    std::string(p.wait ? "  call void @llvm.nvvm.cp.async.bulk.wait.group.read(i32 0)\n" : "") +
@@ -92,6 +95,18 @@ TEST(TmaStoreChecks, TheBoxIsNotWrittenBeforeTheCopyReadIt) {
   EXPECT_THAT(error_of([] { run({.overwrite_early = true}); }),
               HasSubstr("shared memory write at offset 0 into the box of a TMA store of thread 0 that no "
                         "cp.async.bulk.wait_group.read has read yet"));
+}
+
+// The GPU faults on a copy whose column is not a whole number of 16 bytes (4 i32s), inside
+// the tensor or not.
+TEST(TmaStoreChecks, TheColumnIsAWholeNumberOf16Bytes) {
+  for (int column : {2, -1})
+    EXPECT_THAT(error_of([&] { run({.column = column}); }),
+                HasSubstr(fmt::format("cp.async.bulk.tensor.2d.global.shared::cta at column {}: the innermost "
+                                      "coordinate must be a multiple of 16 bytes (of 4 4-byte elements)",
+                                      column)));
+  std::vector<int32_t> outside = run({.column = 4});  // 16 bytes: the whole box lies outside, nothing is written
+  for (int32_t v : outside) EXPECT_EQ(v, 0);
 }
 
 TEST(TmaStoreChecks, AfterTheReadTheBoxIsFree) {

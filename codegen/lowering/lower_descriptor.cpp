@@ -135,8 +135,10 @@ void store_block_to_global(Lowering& L, const ir::Op& op) {
 }
 
 // Where the axis analysis cannot prove the column offset of `op` a whole number of 16 bytes
-// (tma.h), the test (uniform over the CTA: offsets are scalars) that picks TMA at run time, the
-// block taking the path of the GPUs without TMA otherwise; null where it is proven.
+// (tma.h), the test that picks TMA at run time, the block taking the path of the GPUs without
+// TMA otherwise; null where it is proven. Offsets are scalars, the same in every thread (a
+// scalar each thread reads from memory another CTA is writing would not be, and is not
+// supported as an offset), so the branch is uniform and the TMA path's barriers are met.
 llvm::Value* tma_column_test(Lowering& L, const ir::Op& op) {
   if (tma_column_proven(L, op)) return nullptr;
   const auto low_bits = static_cast<int32_t>(tma_column_step(op) - 1);  // the step is a power of two

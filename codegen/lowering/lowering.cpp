@@ -271,7 +271,8 @@ void Lowering::barrier() {
   if (turn_held)
     fail("kernel {}: pingpong: the consumer warpgroups would meet at a barrier while one of them issues its "
          "products in its turn (an operand moved through shared memory: a warpgroup that does not own whole rows "
-         "of the products?); run it without pingpong",
+         "of the products, or a desc_load at a column not proven a whole number of 16 bytes?); run it without "
+         "pingpong",
          fn.name);
   if (!producer_warps) {
     call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});

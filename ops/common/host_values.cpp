@@ -156,7 +156,7 @@ std::vector<uint8_t> random_integer_elements(DType dtype, int64_t count, int lim
   std::vector<uint8_t> out(static_cast<size_t>(count) * size);
   for_chunks(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t n = static_cast<int64_t>(draw(seed, i) % static_cast<uint64_t>(2 * limit + 1)) - limit;
+      const int64_t n = static_cast<int64_t>(draw(seed, i) % (2 * static_cast<uint64_t>(limit) + 1)) - limit;
       uint64_t bits = static_cast<uint64_t>(n);
       if (!integer) {
         const auto magnitude = static_cast<uint64_t>(n < 0 ? -n : n);

@@ -24,7 +24,8 @@ size_t workers() { return std::max(1u, std::thread::hardware_concurrency()); }
 }  // namespace
 
 long double SampledRows::host_bytes(int64_t k, int64_t n) {
-  const long double rows = static_cast<long double>(kSampledRows + kRowGroup);  // padded to whole groups
+  static_assert(kSampledRows % kRowGroup == 0, "the sampled rows fill whole groups");
+  const long double rows = kSampledRows;
   const long double columns = static_cast<long double>(workers() * kColumnBlock);
   return (rows * k + 2 * kSampledRows * n + columns * k) * sizeof(double);
 }

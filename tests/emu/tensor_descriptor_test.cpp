@@ -4,6 +4,8 @@
 // every edge; and the launch API's checks of descriptor arguments.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "../error_message.h"
 #include "../ptx_dump.h"
 #include "descriptor_copy_check.h"
@@ -50,11 +52,21 @@ TEST(DescriptorStoreLowering, Sm90StoresByTma) {
   }
 }
 
+// Calls `check(b, rng)` for b = 7 and b = 3, the second part of a column a + b with a = 1: 8
+// bf16s (16 bytes: TMA) and 4 (not), of which the specialization knows nothing (b odd either
+// way: one specialization serves both).
+void for_each_column_part(const std::function<void(int32_t, Rng&)>& check) {
+  for (int32_t b : {7, 3}) {
+    SCOPED_TRACE(b);
+    TJ_SEEDED_RNG(rng);
+    check(b, rng);
+  }
+}
+
 // The GPU faults on a TMA copy whose column offset is not a whole number of 16 bytes. Where the
 // compiler cannot prove a block's offset is, sm_90a code tests it at run time and takes TMA
-// only where it holds: here the column is a + b, of which the specialization knows nothing
-// (a = 1, b odd), 8 bf16s (TMA) in one launch and 4 (global loads and stores) in the other.
-// Both move the block bit for bit.
+// only where it holds: here the column is a + b (for_each_column_part), 8 bf16s (TMA) in one
+// launch and 4 (global loads and stores) in the other. Both move the block bit for bit.
 TEST(DescriptorLowering, AColumnNotProvenAlignedIsTestedAtRunTime) {
   using namespace tilejit::dsl;
   dsl::Kernel kernel = define_kernel(
@@ -64,9 +76,7 @@ TEST(DescriptorLowering, AColumnNotProvenAlignedIsTestedAtRunTime) {
       });
   JitKernel jit(std::move(kernel));
   Device& device = Device::by_name("emu:sm_90a");
-  for (int32_t b : {7, 3}) {
-    SCOPED_TRACE(b);
-    TJ_SEEDED_RNG(rng);
+  for_each_column_part([&](int32_t b, Rng& rng) {
     Host src(DType::bf16, 16 * 64), dst(DType::bf16, 16 * 64);
     for (size_t i = 0; i < src.size(); ++i) src.set_raw(i, rng.bits()), dst.set_raw(i, rng.bits());
     Tensor src_tensor = upload(src, {16, 64}, device), dst_tensor = upload(dst, {16, 64}, device);
@@ -89,7 +99,7 @@ TEST(DescriptorLowering, AColumnNotProvenAlignedIsTestedAtRunTime) {
         if (got.raw(at) != want && bad++ < 8) ADD_FAILURE() << "dst (" << r << ", " << c << ")";
       }
     EXPECT_EQ(bad, 0);
-  }
+  });
 }
 
 // A dot's accumulator stored as bf16 (sm_90a): with mma.sync's fragments (32 rows) or wgmma's
@@ -139,41 +149,43 @@ TEST(DescriptorStoreLowering, AccumulatorFragmentsLeaveByStmatrix) {
 }
 
 // A dot in a loop reads its blocks through the loop pipeline, which stages by TMA only a block
-// whose column offset is proven a whole number of 16 bytes: here B's (0) but not A's (k +
-// shift, the shift odd), which is loaded as outside a loop, testing its column at run time. A
-// of (64, 64) and B of (64, 64) small integers: the product, of A's columns shifted by one
-// (the last reading zero) and B's rows too, is exact.
+// whose column offset is proven a whole number of 16 bytes: here B's (0) but not A's (k + a +
+// b, for_each_column_part), which is loaded as outside a loop, its column tested at run time:
+// 8 bf16s (TMA in the loop body) in one launch, 4 (global loads) in the other. A and B of
+// (64, 64) small integers: the product of A's columns from the shift on (those past the end
+// reading zero) and B's rows from it is exact.
 TEST(DescriptorLowering, APipelinedBlockAtAColumnNotProvenAlignedIsNotStagedByTma) {
   using namespace tilejit::dsl;
   dsl::Kernel kernel = define_kernel(
-      "desc_dot_shifted", {"a", "b", "out", "SHIFT"}, {{"num_stages", 3}},
-      [](const Constants&, TensorDesc<DType::bf16> a, TensorDesc<DType::bf16> b, Ptr<DType::f32> out,
-         Scalar<i32> shift) {
+      "desc_dot_shifted", {"a", "b", "out", "A", "B"}, {{"num_stages", 3}},
+      [](const Constants&, TensorDesc<DType::bf16> a, TensorDesc<DType::bf16> b, Ptr<DType::f32> out, Scalar<i32> x,
+         Scalar<i32> y) {
         Tile acc = for_range(0, 64, 32, zeros({64, 64}, DType::f32), [&](Tile k, Tile acc) {
-          return dot(desc_load(a, {0, k + shift}), desc_load(b, {k + shift, 0}), acc);
+          return dot(desc_load(a, {0, k + x + y}), desc_load(b, {k + x + y, 0}), acc);
         });
         store(out + expand_dims(arange(0, 64), 1) * 64 + expand_dims(arange(0, 64), 0), acc);
       });
   JitKernel jit(std::move(kernel));
   Device& device = Device::by_name("emu:sm_90a");
-  TJ_SEEDED_RNG(rng);
-  Host a(DType::bf16, 64 * 64), b(DType::bf16, 64 * 64);
-  for (size_t i = 0; i < a.size(); ++i) a.set(i, LD(int(rng.bits() % 5) - 2)), b.set(i, LD(int(rng.bits() % 5) - 2));
-  Tensor a_tensor = upload(a, {64, 64}, device), b_tensor = upload(b, {64, 64}, device);
-  Tensor out = poisoned(DType::f32, {64 * 64}, device);
-  jit.launch(device.default_stream(), {1, 1, 1}, TensorDescriptor::of(a_tensor, {64, 32}),
-             TensorDescriptor::of(b_tensor, {32, 64}), out, int32_t(1));
-  Host got = download(out);
-  int bad = 0;
-  for (int64_t i = 0; i < 64; ++i)
-    for (int64_t j = 0; j < 64; ++j) {
-      LD want = 0;
-      for (int64_t q = 1; q < 64; ++q) want += a.get(size_t(i * 64 + q)) * b.get(size_t(q * 64 + j));
-      if (got.get(size_t(i * 64 + j)) != want && bad++ < 8)
-        ADD_FAILURE() << "out (" << i << ", " << j << ") = " << double(got.get(size_t(i * 64 + j))) << ", want "
-                      << double(want);
-    }
-  EXPECT_EQ(bad, 0);
+  for_each_column_part([&](int32_t y, Rng& rng) {
+    Host a(DType::bf16, 64 * 64), b(DType::bf16, 64 * 64);
+    for (size_t i = 0; i < a.size(); ++i) a.set(i, LD(int(rng.bits() % 5) - 2)), b.set(i, LD(int(rng.bits() % 5) - 2));
+    Tensor a_tensor = upload(a, {64, 64}, device), b_tensor = upload(b, {64, 64}, device);
+    Tensor out = poisoned(DType::f32, {64 * 64}, device);
+    jit.launch(device.default_stream(), {1, 1, 1}, TensorDescriptor::of(a_tensor, {64, 32}),
+               TensorDescriptor::of(b_tensor, {32, 64}), out, int32_t(1), y);
+    Host got = download(out);
+    int bad = 0;
+    for (int64_t i = 0; i < 64; ++i)
+      for (int64_t j = 0; j < 64; ++j) {
+        LD want = 0;
+        for (int64_t q = 1 + y; q < 64; ++q) want += a.get(size_t(i * 64 + q)) * b.get(size_t(q * 64 + j));
+        if (got.get(size_t(i * 64 + j)) != want && bad++ < 8)
+          ADD_FAILURE() << "out (" << i << ", " << j << ") = " << double(got.get(size_t(i * 64 + j))) << ", want "
+                        << double(want);
+      }
+    EXPECT_EQ(bad, 0);
+  });
 }
 
 TEST(DescriptorTracing, AStoredBlockHasTheDescriptorsShapeAndDtype) {

@@ -375,6 +375,11 @@ TEST(RandomElements, SameSeedSameElementsOfThePromisedValues) {
   EXPECT_EQ(*wide.begin(), -8);
   EXPECT_EQ(*wide.rbegin(), 8);
   EXPECT_EQ(tilejit::ops::host_values(DType::i1, {0, 1, 2}), (std::vector<double>{0, 1, 1}));  // any nonzero byte is true
+  const int huge = 2000000000;  // 2 * huge + 1 passes int's range
+  std::vector<double> big = tilejit::ops::host_values(DType::i32, tilejit::ops::random_integer_elements(DType::i32, 1000, huge, rng));
+  EXPECT_LE(*std::max_element(big.begin(), big.end()), huge);
+  EXPECT_GE(*std::min_element(big.begin(), big.end()), -huge);
+  EXPECT_GT(*std::max_element(big.begin(), big.end()) - *std::min_element(big.begin(), big.end()), huge);  // spread over the range
 }
 
 TEST(SampledIndices, SpreadOverTheRangeAtEveryOffset) {

@@ -183,25 +183,26 @@ void Lowering::lower_desc_store(const ir::Op& op) {
   if (!has_tma()) return store_block_to_global(*this, op);
   llvm::Value* test = tma_column_test(*this, op);
   if (!test) return store_block_by_tma(*this, op);
-  auto storing = [&](void (*store)(Lowering&, const ir::Op&)) {
-    return [this, &op, store] {
-      store(*this, op);
-      return std::vector<llvm::Value*>{};
-    };
+  auto by_tma = [&] {
+    store_block_by_tma(*this, op);
+    return std::vector<llvm::Value*>{};
   };
-  either_path(*this, test, storing(store_block_by_tma), storing(store_block_to_global));
+  auto to_global = [&] {
+    store_block_to_global(*this, op);
+    return std::vector<llvm::Value*>{};
+  };
+  either_path(*this, test, by_tma, to_global);
 }
 
 void Lowering::lower_desc_load(const ir::Op& op) {
   if (staged_operands.count(op.result())) return;  // its loop pipeline copies it
   LinearLayout layout = transposed_b_load_layout(op.result()).value_or(default_layout(op.result()->type.shape));
-  llvm::Value* test = has_tma() ? tma_column_test(*this, op) : nullptr;
-  std::vector<llvm::Value*> values =
-      !has_tma() ? load_block_from_global(*this, op, layout)
-      : !test    ? load_block_by_tma(*this, op, layout)
-                 : either_path(
-                       *this, test, [&] { return load_block_by_tma(*this, op, layout); },
-                       [&] { return load_block_from_global(*this, op, layout); });
+  auto by_tma = [&] { return load_block_by_tma(*this, op, layout); };
+  auto from_global = [&] { return load_block_from_global(*this, op, layout); };
+  std::vector<llvm::Value*> values;
+  if (!has_tma()) values = from_global();
+  else if (llvm::Value* test = tma_column_test(*this, op)) values = either_path(*this, test, by_tma, from_global);
+  else values = by_tma();
   define(op.result(), Regs{layout, std::move(values)});
 }
 

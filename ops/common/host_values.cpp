@@ -1,9 +1,9 @@
 #include "ops/common/host_values.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
-#include <array>
 #include <functional>
 #include <mutex>
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "autotune/parallel.h"
 #include "dsl/error.h"
@@ -19,15 +18,12 @@ constexpr size_t kRowGroup = 8;
 // Columns of B gathered into doubles at a time.
 constexpr int64_t kColumnBlock = 8;
 
-size_t workers() { return std::max(1u, std::thread::hardware_concurrency()); }
-
 }  // namespace
 
 long double SampledRows::host_bytes(int64_t k, int64_t n) {
   static_assert(kSampledRows % kRowGroup == 0, "the sampled rows fill whole groups");
-  const long double rows = kSampledRows;
-  const long double columns = static_cast<long double>(workers() * kColumnBlock);
-  return (rows * k + 2 * kSampledRows * n + columns * k) * sizeof(double);
+  const long double columns = static_cast<long double>(autotune::host_cores() * kColumnBlock);  // the buffers
+  return (static_cast<long double>(kSampledRows) * (k + 2 * n) + columns * k) * sizeof(double);
 }
 
 SampledRows::SampledRows(const StoredMatrix& a, const StoredMatrix& b) : m_(a.rows), n_(b.cols) {
@@ -51,7 +47,7 @@ SampledRows::SampledRows(const StoredMatrix& a, const StoredMatrix& b) : m_(a.ro
   // Each worker takes every workers-th block of columns into its own buffer, allocated here:
   // a job must not throw.
   const auto blocks = static_cast<size_t>((n + kColumnBlock - 1) / kColumnBlock);
-  const size_t jobs = std::min(blocks, workers());
+  const size_t jobs = std::min(blocks, static_cast<size_t>(autotune::host_cores()));
   std::vector<double> buffers(jobs * kColumnBlock * k_size);
   autotune::run_in_parallel(jobs, static_cast<int>(jobs), [&](size_t job) {
     double* columns = buffers.data() + job * kColumnBlock * k_size;

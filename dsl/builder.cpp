@@ -459,6 +459,11 @@ Tile abs(const Tile& x, Loc l) {
 }
 Tile exp(const Tile& x, Loc l) { return unary_math(OpKind::exp, x, l); }
 Tile exp2(const Tile& x, Loc l) { return unary_math(OpKind::exp2, x, l); }
+Tile exp2_flushing_subnormals(const Tile& x, Loc l) {
+  Tile r = unary_math(OpKind::exp2, x, l);
+  r.value()->def->set_attr("flush_subnormals", int64_t{1});
+  return r;
+}
 Tile log(const Tile& x, Loc l) { return unary_math(OpKind::log, x, l); }
 Tile log2(const Tile& x, Loc l) { return unary_math(OpKind::log2, x, l); }
 Tile sqrt(const Tile& x, Loc l) { return unary_math(OpKind::sqrt, x, l); }

@@ -65,6 +65,10 @@ Tile fma(const Operand& a, const Operand& b, const Operand& c, Loc loc = Loc::cu
 Tile abs(const Tile& x, Loc loc = Loc::current());
 Tile exp(const Tile& x, Loc loc = Loc::current());
 Tile exp2(const Tile& x, Loc loc = Loc::current());
+// exp2 with results below 2^-126 (f32's smallest normal) flushed to 0: one instruction on the
+// GPU (ex2.approx.ftz.f32) where exp2 takes four. For weights that are summed with ones of
+// size 1 (a softmax's), where what the flush drops is below f32's resolution anyway.
+Tile exp2_flushing_subnormals(const Tile& x, Loc loc = Loc::current());
 Tile log(const Tile& x, Loc loc = Loc::current());
 Tile log2(const Tile& x, Loc loc = Loc::current());
 Tile sqrt(const Tile& x, Loc loc = Loc::current());

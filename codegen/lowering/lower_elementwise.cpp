@@ -1,6 +1,7 @@
 // Elementwise ops: arithmetic, comparisons, math, select, casts and pointer offsets,
 // computed register by register in one layout.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/lowering/lowering.h"
 
@@ -91,15 +92,19 @@ llvm::Value* emit_compare(Lowering& L, const std::string& predicate, DType dtype
 
 namespace {
 
-// Math in f32 through libdevice; f16 / bf16 are widened first and narrowed after.
-llvm::Value* emit_math(Lowering& L, K kind, llvm::Value* x) {
+// Math in f32 through libdevice; f16 / bf16 are widened first and narrowed after. An exp2
+// that may flush subnormal results (dsl::exp2_flushing_subnormals) is ex2.approx.ftz.f32.
+llvm::Value* emit_math(Lowering& L, K kind, llvm::Value* x, bool flush_subnormals) {
   auto& B = L.b;
   llvm::Type* type = x->getType();
   if (!type->isFloatTy()) x = B.CreateFPExt(x, B.getFloatTy());
   llvm::Value* r = nullptr;
   switch (kind) {
     case K::exp: r = L.call_libdevice("__nv_expf", {x}); break;
-    case K::exp2: r = L.call_libdevice("__nv_exp2f", {x}); break;
+    case K::exp2:
+      r = flush_subnormals ? L.call_intrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz, {B.getFloatTy()}, {x})
+                           : L.call_libdevice("__nv_exp2f", {x});
+      break;
     case K::log: r = L.call_libdevice("__nv_logf", {x}); break;
     case K::log2: r = L.call_libdevice("__nv_log2f", {x}); break;
     case K::sqrt: r = L.call_libdevice("__nv_sqrtf", {x}); break;
@@ -119,7 +124,8 @@ llvm::Value* emit_math(Lowering& L, K kind, llvm::Value* x) {
   return type->isFloatTy() ? r : B.CreateFPTrunc(r, type);
 }
 
-llvm::Value* emit_unary(Lowering& L, K kind, DType dtype, llvm::Value* x) {
+llvm::Value* emit_unary(Lowering& L, const ir::Op& op, DType dtype, llvm::Value* x) {
+  const K kind = op.kind;
   auto& B = L.b;
   switch (kind) {
     case K::neg: return is_float(dtype) ? B.CreateFNeg(x) : B.CreateNeg(x);
@@ -127,7 +133,7 @@ llvm::Value* emit_unary(Lowering& L, K kind, DType dtype, llvm::Value* x) {
     case K::abs:
       if (is_float(dtype)) return L.call_intrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x});
       return L.call_intrinsic(llvm::Intrinsic::abs, {x->getType()}, {x, B.getFalse()});
-    default: return emit_math(L, kind, x);
+    default: return emit_math(L, kind, x, op.has_attr("flush_subnormals"));
   }
 }
 
@@ -155,7 +161,7 @@ std::vector<llvm::Value*> Lowering::compute_elementwise(const ir::Op& op,
     auto x = [&](size_t k) { return in[k][i]; };
     llvm::Value* r = nullptr;
     if (ir::is_elementwise_binary(op.kind)) r = emit_binary(*this, op.kind, dtype, x(0), x(1));
-    else if (ir::is_elementwise_unary(op.kind)) r = emit_unary(*this, op.kind, dtype, x(0));
+    else if (ir::is_elementwise_unary(op.kind)) r = emit_unary(*this, op, dtype, x(0));
     else switch (op.kind) {
       case K::cmp: r = emit_compare(*this, op.attr_str("predicate"), dtype, x(0), x(1)); break;
       case K::fma: r = call_intrinsic(llvm::Intrinsic::fma, {x(0)->getType()}, {x(0), x(1), x(2)}); break;

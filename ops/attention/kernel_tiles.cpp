@@ -108,14 +108,16 @@ Tile AttentionTiles::row_stat_base(const std::string& name, const Tile& n) const
   return in[name] + wide(b * N + n) * wide(T);
 }
 
-AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, const Tile& s, const Tile& n) const {
+AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, const Tile& s, const Tile& n,
+                                              PaddingQueries padding_queries) const {
   Tile x = qk * scale;
   auto broadcast_tile = [&](const std::string& name) {  // bias or mask at (b, n, t, s)
     Tile base = in[name] + (wide(b) * in[name + "_batch"] + wide(n) * in[name + "_head"]);
     return load(base + wide(t) * in[name + "_query"] + wide(s) * in[name + "_key"], (t < T) && (s < S));
   };
   if (in.has("bias")) x = x + cast(broadcast_tile("bias"), DType::f32);
-  Tile keep = (t < q_end) && (s < kv_end);
+  Tile keep = s < kv_end;
+  if (padding_queries == PaddingQueries::masked) keep = keep && (t < q_end);
   if (in.has("band_left")) {
     Tile diagonal = s - t;
     keep = keep && (diagonal >= -in["band_left"]) && (diagonal <= in["band_right"]);
@@ -203,7 +205,7 @@ std::vector<Tile> online_softmax_start(int64_t rows) {
   return {full({rows}, std::numeric_limits<float>::lowest(), DType::f32), zeros({rows}, DType::f32)};
 }
 
-Tile softmax_exp(const Tile& x) { return exp2(x * kLog2e); }
+Tile softmax_exp(const Tile& x) { return exp2_flushing_subnormals(x * kLog2e); }
 
 Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }
 

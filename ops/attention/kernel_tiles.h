@@ -90,7 +90,11 @@ class AttentionTiles {
   };
   // `qk`: the raw products q·k, f32 of shape (X, Y); `t` and `s`: i32 query and key
   // indices of shapes (X, 1) and (1, Y), or (1, Y) and (X, 1); `n`: the query head.
-  Logits logits(const dsl::Tile& qk, const dsl::Tile& t, const dsl::Tile& s, const dsl::Tile& n) const;
+  // Queries t >= q_end are masked unless `padding_queries` is PaddingQueries::unmasked: a
+  // kernel that replaces those rows' results (the forward) saves a select per logit.
+  enum class PaddingQueries { masked, unmasked };
+  Logits logits(const dsl::Tile& qk, const dsl::Tile& t, const dsl::Tile& s, const dsl::Tile& n,
+                PaddingQueries padding_queries = PaddingQueries::masked) const;
 
   // The backward pass's statistics of query rows `rows` (i32, (R)) of head `head`
   // (backward_kernels.h), shaped (R, 1) when `query_axis` is 0 and (1, R) when it is 1, to
@@ -143,7 +147,9 @@ SoftmaxStep online_softmax(const dsl::Tile& logits, const dsl::Tile& m, const ds
 // alpha = 1 instead of exp(-inf - -inf) = NaN.
 std::vector<dsl::Tile> online_softmax_start(int64_t rows);
 
-// exp(x) for softmax weights, as exp2(x * log2(e)).
+// exp(x) for softmax weights, as exp2(x * log2(e)), weights below 2^-126 flushed to 0: a
+// row's weights sum to 1 or more (the forward's row max weighs 1), beside which those are
+// nothing in f32.
 dsl::Tile softmax_exp(const dsl::Tile& x);
 
 // f(chunk) for every chunk.

@@ -2,6 +2,7 @@
 // library's float functions. Results may differ from libdevice's in the last bits (both are
 // within a few ulp of the exact value); tests compare with tolerances by dtype.
 #include <cmath>
+#include <limits>
 
 #include "runtime/emu/runtime_symbols.h"
 
@@ -16,6 +17,12 @@ float powf_(float a, float b) { return std::pow(a, b); }
 float fmodf_(float a, float b) { return std::fmod(a, b); }
 float atan2f_(float a, float b) { return std::atan2(a, b); }
 double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+// ex2.approx.ftz.f32: a subnormal input counts as 0 (exp2 of it is 1 either way) and a
+// subnormal result is 0.
+float exp2_flushing_subnormals(float x) {
+  float r = std::exp2(x);
+  return r < std::numeric_limits<float>::min() ? 0.0f : r;
+}
 
 using F1 = float (*)(float);
 using D1 = double (*)(double);
@@ -27,6 +34,8 @@ void add_math_symbols(codegen::HostSymbols& out) {
   auto d1 = [&](const char* name, D1 fn) { out.emplace_back(name, reinterpret_cast<void*>(fn)); };
   f1("__nv_expf", [](float x) { return std::exp(x); });
   f1("__nv_exp2f", [](float x) { return std::exp2(x); });
+  out.emplace_back(codegen::host_intrinsic_name("llvm.nvvm.ex2.approx.ftz.f32"),
+                   reinterpret_cast<void*>(exp2_flushing_subnormals));
   f1("__nv_exp10f", exp10f_);
   f1("__nv_expm1f", [](float x) { return std::expm1(x); });
   f1("__nv_logf", [](float x) { return std::log(x); });

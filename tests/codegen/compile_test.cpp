@@ -159,6 +159,22 @@ TEST(Compile, ImplicitlyBroadcastOffsetsGiveVectorAccesses) {
   }
 }
 
+// exp2_flushing_subnormals is the single ex2.approx.ftz.f32; exp2 keeps libdevice's, which
+// takes subnormal results (ex2.approx.f32, which ptxas expands to four instructions).
+TEST(Compile, FlushingExp2IsOneFtzInstruction) {
+  for (bool flushing : {false, true}) {
+    SCOPED_TRACE(flushing ? "exp2_flushing_subnormals" : "exp2");
+    Kernel kernel = define_kernel("exp2s", {"x", "out"}, {{"B", 128}}, [flushing](const Constants& c, Ptr<f32> x, Ptr<f32> out) {
+      Tile offs = arange(0, c["B"]);
+      Tile v = load(x + offs);
+      store(out + offs, flushing ? exp2_flushing_subnormals(v) : exp2(v));
+    });
+    std::string ptx = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_90a")).ptx;
+    EXPECT_EQ(count(ptx, "ex2.approx.ftz.f32 ") > 0, flushing) << ptx;
+    EXPECT_EQ(count(ptx, "ex2.approx.f32 ") > 0, !flushing) << ptx;
+  }
+}
+
 TEST(Compile, ReductionsUseShufflesAndSharedMemory) {
   const Kernel& kernel = ops::find_kernel("softmax").kernel;
   auto k = compile_to_ptx(*kernel.trace(kernel.constants()), find_target("sm_80"));

@@ -1042,6 +1042,37 @@ TEST_P(MathFunctions, AgainstLongDoubleLibm) {
 INSTANTIATE_TEST_SUITE_P(DTypes, MathFunctions, ::testing::Values(DType::f16, DType::bf16, DType::f32),
                          [](const auto& info) { return name_of(info.param); });
 
+// exp2_flushing_subnormals: exp2, but 0 where exp2 is below 2^-126 (f32's smallest normal).
+TEST(FlushingExp2, IsExp2WithSubnormalResultsZero) {
+  TJ_SEEDED_RNG(rng);
+  const int n = 256;
+  const LD inf = std::numeric_limits<LD>::infinity(), nan = std::numeric_limits<LD>::quiet_NaN();
+  Host x(DType::f32, n);
+  for (int i = 0; i < n; ++i) x.set(size_t(i), rng.uniform(-140, 20));
+  const LD edges[] = {0.0L, -0.0L, inf, -inf, nan, 10, -125, -126, -126.5L, -140, -149, -150, 1e-40L};
+  for (size_t i = 0; i < std::size(edges); ++i) x.set(i, edges[i]);
+  static JitKernel k(define_kernel("exp2_flushing", {"x", "out", "n"}, {{"B", 256}},
+                                   [](const Constants& c, Ptr<f32> px, Ptr<f32> out, Scalar<i32> count) {
+                                     Tile offs = arange(0, c["B"]);
+                                     Tile mask = offs < count;
+                                     store(out + offs, exp2_flushing_subnormals(load(px + offs, mask)), mask);
+                                   }));
+  Tensor out = poisoned(DType::f32, {n});
+  bind(k, {{"num_warps", 4}}).launch(stream(), grid1(n, 256), upload(x), out, int32_t(n));
+  Host got = download(out);
+  std::vector<LD> g, want;
+  for (int i = 0; i < n; ++i) {
+    LD r = std::exp2(x.get(size_t(i)));
+    want.push_back(r < LD(std::numeric_limits<float>::min()) ? 0 : r);
+    g.push_back(got.get(size_t(i)));
+  }
+  Tol tol = math_tol(DType::f32);
+  tol.atol = 0;  // a flushed value is exactly 0, a kept one is within the relative tolerance
+  expect_values("exp2_flushing_subnormals", g, want, tol, [&](size_t i) { return "x=" + fmt_ld(x.get(i)); });
+  EXPECT_EQ(got.get(8), 0.0L) << "2^-126.5 is subnormal: flushed";
+  EXPECT_GT(got.get(7), 0.0L) << "2^-126 is f32's smallest normal: kept";
+}
+
 // ============================================================================================
 // cast between every pair of dtypes (with and without saturate) and bitcast
 // ============================================================================================

@@ -28,6 +28,11 @@
 // block's max: acc' = (acc + p_prev · v_prev) * alpha. The iteration after the last block
 // computes an all-masked softmax (alpha = 1, p = 0) to finish the last p · v. Without
 // OVERLAP each iteration does its own block: acc' = acc * alpha + p · v.
+//
+// Key bounds. Without skipping, the blocks below S / BLOCK_N, whose keys are all below S, run
+// in a loop of their own whose logits take no select for the key bound; a last, partial
+// block (and with OVERLAP the finishing iteration) runs in a second loop with it
+// (each_block_in_two).
 #include "ops/attention/forward_kernel.h"
 
 #include <tuple>
@@ -51,42 +56,51 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
         auto p_times_v = [&](const Tile& p, const Tile& block, Chunks acc) {
           return a.dot_rows(p, a.load_block("v", kv_head, block * bn, bn, a.S), acc);  // (BLOCK_M, H)
         };
-        LaggedBody step = [&](const LaggedStep& s, std::vector<Tile> carried) {
-          Tile keys = s.block * bn + arange(0, bn);                                  // (BLOCK_N)
-          Tile qk = a.dot_heads(q, a.load_block("k", kv_head, s.block * bn, bn, a.S));  // (BLOCK_M, BLOCK_N)
-          Chunks acc(carried.begin() + acc_index, carried.end());
-          // The previous block's p · v runs on while this block's softmax is computed.
-          if (a.overlap) acc = p_times_v(carried[2], s.previous, acc);
-          Tile logits =
-              a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head, AttentionTiles::PaddingQueries::unmasked)
-                  .value;
-          SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
-          acc = map_chunks(acc, [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
-          if (!a.overlap) acc = p_times_v(sm.p, s.block, acc);
-          std::vector<Tile> next = {sm.m, sm.l};
-          if (a.overlap) next.push_back(cast(sm.p, a.dtype));
-          next.insert(next.end(), acc.begin(), acc.end());
-          return next;
+        // The step of a block. `key_bound`: whether keys may reach past S (a last, partial block).
+        // `loads_q`: q loaded in the step instead of once above, so that q's registers need not
+        // live through an earlier loop (for the few iterations after one).
+        auto step_with = [&](bool key_bound, bool loads_q) -> LaggedBody {
+          return [&, key_bound, loads_q](const LaggedStep& s, std::vector<Tile> carried) {
+            Tile keys = s.block * bn + arange(0, bn);  // (BLOCK_N)
+            Chunks q_rows = loads_q ? a.load_rows("q", a.operand_base("q", head), rows, a.T) : q;
+            Tile qk = a.dot_heads(q_rows, a.load_block("k", kv_head, s.block * bn, bn, a.S));  // (BLOCK_M, BLOCK_N)
+            Chunks acc(carried.begin() + acc_index, carried.end());
+            // The previous block's p · v runs on while this block's softmax is computed.
+            if (a.overlap) acc = p_times_v(carried[2], s.previous, acc);
+            // Rows past the query length need no mask: the epilogue replaces their results.
+            Tile logits =
+                a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head, {.queries = false, .keys = key_bound})
+                    .value;
+            SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
+            acc = map_chunks(acc, [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
+            if (!a.overlap) acc = p_times_v(sm.p, s.block, acc);
+            std::vector<Tile> next = {sm.m, sm.l};
+            if (a.overlap) next.push_back(cast(sm.p, a.dtype));
+            next.insert(next.end(), acc.begin(), acc.end());
+            return next;
+          };
         };
+        LaggedBody step = step_with(true, false);
         std::vector<Tile> init = online_softmax_start(bm);
         if (a.overlap) init.push_back(zeros({bm, bn}, a.dtype));
         Chunks zero = a.zero_rows(bm);
         init.insert(init.end(), zero.begin(), zero.end());
         Tile block_count = cdiv(a.S, bn);
-        BlockRun blocks = a.overlap ? each_block_lagged(block_count, step)
-                                    : each_block(block_count, [&](Tile block, std::vector<Tile> carried) {
-                                        return step(LaggedStep{block, block}, std::move(carried));
-                                      });
         Tile active = rows < a.q_end;  // (BLOCK_M)
         std::vector<Tile> r;
         if (a.skips_blocks()) {
+          BlockRun blocks = a.overlap ? each_block_lagged(block_count, step)
+                                      : each_block(block_count, [&](Tile block, std::vector<Tile> carried) {
+                                          return step(LaggedStep{block, block}, std::move(carried));
+                                        });
           r = for_blocks_then_rest(a.key_blocks(t0, bm, bn), block_count, init, blocks,
                                    [&](const std::vector<Tile>& carried) {
                                      return any_set(active && a.near_masked(carried[0]));
                                    },
                                    /*two_loops=*/a.warp_specialize);
         } else {
-          r = blocks(scalar(0, DType::i32), block_count, init);
+          // Every key of the blocks below S / BLOCK_N is below S: those take no key bound.
+          r = each_block_in_two(block_count, a.S / bn, a.overlap, step_with(false, false), step_with(true, true), init);
         }
         Tile m = r[0], l = r[1];
         Chunks out = map_chunks(Chunks(r.begin() + static_cast<std::ptrdiff_t>(acc_index), r.end()), [&](const Tile& acc) {

@@ -109,22 +109,25 @@ Tile AttentionTiles::row_stat_base(const std::string& name, const Tile& n) const
 }
 
 AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, const Tile& s, const Tile& n,
-                                              PaddingQueries padding_queries) const {
+                                              LogitBounds bounds) const {
   Tile x = qk * scale;
   auto broadcast_tile = [&](const std::string& name) {  // bias or mask at (b, n, t, s)
     Tile base = in[name] + (wide(b) * in[name + "_batch"] + wide(n) * in[name + "_head"]);
     return load(base + wide(t) * in[name + "_query"] + wide(s) * in[name + "_key"], (t < T) && (s < S));
   };
   if (in.has("bias")) x = x + cast(broadcast_tile("bias"), DType::f32);
-  Tile keep = s < kv_end;
-  if (padding_queries == PaddingQueries::masked) keep = keep && (t < q_end);
+  std::optional<Tile> keep;
+  auto also_keep = [&](const Tile& kept) { keep = keep ? *keep && kept : kept; };
+  if (bounds.keys) also_keep(s < kv_end);
+  if (bounds.queries) also_keep(t < q_end);
   if (in.has("band_left")) {
     Tile diagonal = s - t;
-    keep = keep && (diagonal >= -in["band_left"]) && (diagonal <= in["band_right"]);
+    also_keep((diagonal >= -in["band_left"]) && (diagonal <= in["band_right"]));
   }
-  if (in.has("mask")) keep = keep && broadcast_tile("mask");
-  Tile dropped = where(s < S, scalar(masked, DType::f32), -kInf);
-  return {where(keep, x, dropped), keep};
+  if (in.has("mask")) also_keep(broadcast_tile("mask"));
+  if (!keep) return {x, std::nullopt};
+  Tile dropped = bounds.keys ? where(s < S, scalar(masked, DType::f32), -kInf) : scalar(masked, DType::f32);
+  return {where(*keep, x, dropped), keep};
 }
 
 AttentionTiles::RowStats AttentionTiles::row_stats(const Tile& head, const Tile& rows, int query_axis) const {
@@ -140,7 +143,8 @@ Tile AttentionTiles::RowStats::weights(const Logits& logits) const {
 }
 
 Tile AttentionTiles::RowStats::logit_gradients(const Logits& logits, const Tile& p, const Tile& dp) const {
-  return where(logits.keep, p * (dp - delta), 0.0);
+  TJ_CHECK(logits.keep);
+  return where(*logits.keep, p * (dp - delta), 0.0);
 }
 
 Tile AttentionTiles::near_masked(const Tile& stat) const { return stat <= masked + kNegligibleGap; }
@@ -254,6 +258,24 @@ BlockRun each_block(const Tile& count, const BlockBody& body) {
     return for_range(0, length, 1, std::move(carried),
                      [&](Tile i, std::vector<Tile> c) { return body(wrapped_block(start, i, count), std::move(c)); });
   };
+}
+
+std::vector<Tile> each_block_in_two(const Tile& count, const Tile& inner_count, bool lagged, const LaggedBody& inner,
+                                    const LaggedBody& edge, std::vector<Tile> carried) {
+  // Inner iteration i starts block i and, lagged, finishes block i - 1 (none at i = 0).
+  carried = for_range(0, inner_count, 1, std::move(carried), [&](Tile i, std::vector<Tile> c) {
+    return inner(LaggedStep{i, lagged ? where(i > 0, i - 1, count) : i}, std::move(c));
+  });
+  if (!lagged)
+    return for_range(inner_count, count, 1, std::move(carried),
+                     [&](Tile block, std::vector<Tile> c) { return edge(LaggedStep{block, block}, std::move(c)); });
+  // Edge iteration i starts block inner_count + i (none past the last) and finishes the one
+  // before it: the inner loop's last block first. One more iteration than blocks.
+  Tile iterations = where(count > 0, count - inner_count + 1, 0);
+  return for_range(0, iterations, 1, std::move(carried), [&](Tile i, std::vector<Tile> c) {
+    Tile block = inner_count + i;
+    return edge(LaggedStep{where(block < count, block, count), where(block > 0, block - 1, count)}, std::move(c));
+  });
 }
 
 BlockRun each_block_lagged(const Tile& count, const LaggedBody& body) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,14 @@ inline constexpr double kNegligibleGap = 128;
 
 // (R, H) as (R, HEAD_CHUNK) column chunks.
 using Chunks = std::vector<dsl::Tile>;
+
+// Which bounds an attention kernel's logits are masked by, besides the band and the boolean
+// mask. A kernel saves a select per logit where it needs none: the forward replaces the
+// results of query rows t >= q_end, and knows when a block's keys are all below kv_end = S.
+struct LogitBounds {
+  bool queries = true;  // t < q_end
+  bool keys = true;     // s < kv_end, and -inf for s >= S
+};
 
 class AttentionTiles {
  public:
@@ -86,15 +95,13 @@ class AttentionTiles {
 
   struct Logits {
     dsl::Tile value;  // f32: the logits, masked_logit where masked, -inf for keys s >= S
-    dsl::Tile keep;   // i1: kept by every mask, and within T and S
+    // i1: kept by every mask, and within T and S; none when nothing masks (LogitBounds).
+    std::optional<dsl::Tile> keep;
   };
   // `qk`: the raw products q·k, f32 of shape (X, Y); `t` and `s`: i32 query and key
   // indices of shapes (X, 1) and (1, Y), or (1, Y) and (X, 1); `n`: the query head.
-  // Queries t >= q_end are masked unless `padding_queries` is PaddingQueries::unmasked: a
-  // kernel that replaces those rows' results (the forward) saves a select per logit.
-  enum class PaddingQueries { masked, unmasked };
   Logits logits(const dsl::Tile& qk, const dsl::Tile& t, const dsl::Tile& s, const dsl::Tile& n,
-                PaddingQueries padding_queries = PaddingQueries::masked) const;
+                LogitBounds bounds = {}) const;
 
   // The backward pass's statistics of query rows `rows` (i32, (R)) of head `head`
   // (backward_kernels.h), shaped (R, 1) when `query_axis` is 0 and (1, R) when it is 1, to
@@ -195,5 +202,13 @@ struct LaggedStep {
 };
 using LaggedBody = std::function<std::vector<dsl::Tile>(const LaggedStep&, std::vector<dsl::Tile>)>;
 BlockRun each_block_lagged(const dsl::Tile& count, const LaggedBody& body);
+
+// Blocks [0, count) as one run of each_block or each_block_lagged (`lagged`) does them, in
+// two loops: blocks [0, inner_count) by `inner`, the others by `edge`, which with `lagged`
+// also finishes the last block `inner` started. A body for the inner blocks can then leave
+// out what only the edge's need (the bound of the keys).
+std::vector<dsl::Tile> each_block_in_two(const dsl::Tile& count, const dsl::Tile& inner_count, bool lagged,
+                                         const LaggedBody& inner, const LaggedBody& edge,
+                                         std::vector<dsl::Tile> carried);
 
 }  // namespace tilejit::ops::attention_detail

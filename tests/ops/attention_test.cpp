@@ -453,6 +453,33 @@ TEST(Attention, MinusInfinityBias) {
     }
 }
 
+// Without block skipping the forward runs the key blocks below S / BLOCK_N, all of whose keys
+// are below S, in a loop whose logits take no key bound, and a partial last block (and the
+// iteration that finishes the overlapped products) in a second one (forward_kernel.cpp): S a
+// whole number of key blocks, one key more, and under one block, through the plain and the
+// overlapped loops and, on sm_90a, a producer warpgroup's with pingpong consumers, with and
+// without a boolean mask.
+TEST(Attention, KeyLengthsAroundTheKeyBlock) {
+  KernelConfig queries{64, 16, 4, 32, 2, true}, keys{16, 64, 4, 32, 2, true};
+  KernelConfig pingpong{128, 16, 8, 32, 2, true, true, true};
+  for (const char* device : {"emu:sm_90a", "emu:sm_80"})
+    for (int loop = 0; loop < 3; ++loop)
+      for (int64_t s : {64, 65, 10}) {
+        const bool overlap = loop > 0, producer = loop == 2;
+        if (producer && std::string(device) != "emu:sm_90a") continue;
+        SCOPED_TRACE(fmt::format("{} overlap={} producer={} S={}", device, overlap, producer, s));
+        AttentionCase c;
+        c.device = device;
+        c.B = 1, c.T = 40, c.S = s, c.N = 2, c.K = 1, c.H = 32;
+        c = overlap ? c : small(c);
+        if (overlap) c.configs = AttentionConfigs{queries, queries, keys, queries};
+        if (producer) c.configs = AttentionConfigs{pingpong, queries, keys, queries}, c.backward = false;
+        check_attention_case(c);
+        c.mask_shape = {1, 2, 40, s};
+        check_attention_case(c);
+      }
+}
+
 // Rows with no kept key in bf16 and f32: logsumexp is masked_logit + log(S), which f32
 // rounds to masked_logit; the weights must still be 1 / S.
 TEST(Attention, FullyMaskedRows) {

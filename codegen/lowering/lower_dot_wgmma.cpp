@@ -147,11 +147,17 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
   SwizzledTile a_tile = tile_of(a.value->type);
   SwizzledTile b_tile = tile_of(bh.transposed ? transposed_type(bh.value->type) : bh.value->type);
   MatrixDescriptor a_desc = matrix_descriptor(a_tile, a.mn_major), b_desc = matrix_descriptor(b_tile, bh.mn_major);
-  // A descriptor's start address is (address & 0x3ffff) >> 4 in bits 0-13.
+  // A descriptor's start address is (address & 0x3ffff) >> 4 in bits 0-13. Shared memory stays
+  // below 256 KiB, so the tile's start plus offset >> 4 never carries out of those bits: each
+  // instruction's descriptor is one 32-bit add on the tile's low word, beside a constant high
+  // word (64-bit arithmetic on the whole descriptor costs five instructions per wgmma).
   auto descriptor = [&](llvm::Value* tile_base, const MatrixDescriptor& d, int64_t offset) {
-    llvm::Value* address = b.CreateAdd(b.CreatePtrToInt(tile_base, b.getInt32Ty()), const_i32(offset));
-    llvm::Value* start = b.CreateLShr(b.CreateAnd(address, const_i32(0x3ffff)), const_i32(4));
-    return b.CreateOr(b.CreateZExt(start, b.getInt64Ty()), b.getInt64(d.encode(0)));
+    TJ_CHECK(offset % 16 == 0);
+    const uint64_t fields = d.encode(0);
+    llvm::Value* start = b.CreateLShr(b.CreateAnd(b.CreatePtrToInt(tile_base, b.getInt32Ty()), const_i32(0x3ffff)),
+                                      const_i32(4));
+    llvm::Value* low = b.CreateAdd(b.CreateOr(start, b.getInt32(static_cast<uint32_t>(fields))), const_i32(offset >> 4));
+    return pack_fragment_word(b, {low, b.getInt32(static_cast<uint32_t>(fields >> 32))}, b.getInt64Ty());
   };
   llvm::Value* warpgroup = b.CreateLShr(warp_id(), const_i32(2));
   llvm::Value* group_m = b.CreateAnd(warpgroup, const_i32(t.groups_m - 1));

@@ -139,7 +139,9 @@ AttentionTiles::RowStats AttentionTiles::row_stats(const Tile& head, const Tile&
 }
 
 Tile AttentionTiles::RowStats::weights(const Logits& logits) const {
-  return softmax_exp(logits.value - base - offset);
+  // (x - base) first: exact where x and base are both masked_logit, which offset * log2(e)
+  // beside base * log2(e) would not be.
+  return exp2_flushing_subnormals(fma(logits.value - base, kLog2e, -(offset * kLog2e)));
 }
 
 Tile AttentionTiles::RowStats::logit_gradients(const Logits& logits, const Tile& p, const Tile& dp) const {
@@ -201,8 +203,13 @@ Chunks map_chunks(const Chunks& x, const std::function<Tile(const Tile&)>& f) {
 SoftmaxStep online_softmax(const Tile& logits, const Tile& m, const Tile& l) {
   Tile m_next = maximum(m, max(logits, 1));
   Tile alpha = softmax_exp(m - m_next);
-  Tile p = softmax_exp(logits - expand_dims(m_next, 1));
+  Tile p = weights_below_row_max(logits, m_next);
   return {m_next, l * alpha + sum(p, 1), alpha, p};
+}
+
+Tile weights_below_row_max(const Tile& logits, const Tile& row_max) {
+  Tile c = where(abs(row_max) < 0x1p127, scalar(kLog2e, DType::f32), 0x1p-80);
+  return exp2_flushing_subnormals(fma(logits, expand_dims(c, 1), expand_dims(-(row_max * c), 1)));
 }
 
 std::vector<Tile> online_softmax_start(int64_t rows) {

@@ -154,6 +154,15 @@ SoftmaxStep online_softmax(const dsl::Tile& logits, const dsl::Tile& m, const ds
 // alpha = 1 instead of exp(-inf - -inf) = NaN.
 std::vector<dsl::Tile> online_softmax_start(int64_t rows);
 
+// exp(logits - row_max) for logits (X, Y) and each row's largest logit or more (X), as
+// exp2(fma(logits, c, -row_max * c)): one fused instruction per logit where
+// (x - max) * log2(e) takes two. c = log2(e) while row_max * log2(e) is finite; a row whose
+// max is 2^127 or more in magnitude (a masked row: masked_logit is about -2.4e38) takes
+// c = 2^-80, which maps a logit equal to the max to exp2(0) = 1 and every smaller one, at
+// least ulp(max) = 2^104 below it, to exp2(-2^24 or less) = 0: exp(x - max) in f32 there too.
+// Weights below 2^-126 are flushed to 0, as softmax_exp's.
+dsl::Tile weights_below_row_max(const dsl::Tile& logits, const dsl::Tile& row_max);
+
 // exp(x) for softmax weights, as exp2(x * log2(e)), weights below 2^-126 flushed to 0: a
 // row's weights sum to 1 or more (the forward's row max weighs 1), beside which those are
 // nothing in f32.

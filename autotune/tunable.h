@@ -46,9 +46,9 @@ struct TunableKernel {
   ShapeBucketing bucketing;
   std::string dtypes = "f32";          // the element types the results are for: "f32", "bf16,bf16->f32"
   std::string layout = "row-major";    // the operand layouts: "row-major", "nt"
-  // The launch a config makes for a shape, for the cost model; unset: configs keep the order
-  // the space lists them in.
-  std::function<LaunchWork(const Config&, const ProblemShape&)> work;
+  // The launch a config makes for a shape on a device, for the cost model; unset: configs keep
+  // the order the space lists them in.
+  std::function<LaunchWork(const Config&, const ProblemShape&, const DeviceInfo&)> work;
   // The config for a shape nobody tuned; unset: the kernel's declared constants.
   std::function<Config(const ProblemShape&, const DeviceInfo&)> heuristic;
   // A problem of `shape` on `device` with inputs from `seed`.

@@ -40,7 +40,7 @@ std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShap
       continue;
     }
     if (config == heuristic) continue;
-    double estimate = op.work ? estimate_ms(op.work(config, shape), device) : 0;
+    double estimate = op.work ? estimate_ms(op.work(config, shape, device), device) : 0;
     ranked.push_back({std::move(config), estimate});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.estimate_ms < b.estimate_ms; });

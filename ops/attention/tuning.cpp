@@ -32,6 +32,8 @@ int64_t step_rows(TunedKernel kernel, const Config& c) {
 // backward). Overlapping products keeps one more (rows, step) tile live: the forward's p of
 // the previous block (16-bit), the backward's dp while the softmax runs. The heuristic's
 // configs (config.h), which assemble without spills, all fit the space's bound.
+constexpr double kMostValuesPerThread = 224;  // the space's bound (space_of says where it comes from)
+
 double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c) {
   const double share = spec.dtype == DType::f32 ? 1.0 : 0.5;
   const double rows = double(program_rows(kernel, c)), h = double(padded_head_dim(spec.head_dim));
@@ -94,19 +96,27 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
   const int64_t padded = padded_head_dim(spec.head_dim);
   space.require(fmt::format("HEAD_CHUNK <= {} (the padded head dim)", padded),
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
-  space.require("at most 224 live values per thread", [kernel, spec](const Config& c, const ProblemShape&) {
-    return values_per_thread(kernel, spec, c) <= 224;
-  });
+  space.require(fmt::format("at most {} live values per thread", kMostValuesPerThread),
+                [kernel, spec](const Config& c, const ProblemShape&) {
+                  return values_per_thread(kernel, spec, c) <= kMostValuesPerThread;
+                });
   return space;
 }
 
 // The launch a config makes: a program per block of its rows (queries of a query head, or keys
 // of a kv head for dk / dv, which visits the queries of its G heads) reads the other side's rows
-// up to its last kept block (about half of them when causal), two operands of H each, and
-// multiplies with them: twice in the forward (q k^T, p v), three times for dq (and dp =
-// dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q).
+// up to its last kept block (about half of them when causal), two operands of H each (from
+// memory once per head: a head's programs run at about the same time, and L2 serves the rest),
+// and multiplies with them: twice in the forward (q k^T, p v), three times for dq (and dp =
+// dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q), on tensor cores. It waits once per block it steps
+// over and once more per head-dim chunk (whose products are issued apart), so of two tilings
+// the one with fewer blocks and chunks comes first. Where the kernels take wgmma (sm_90, 16-bit
+// inputs), the operands stay in shared memory and the space's whole bound of live values fits
+// in registers (the heuristic's dk / dv at head dim 128 count 216, and 128 queries by 128 keys
+// in the forward 192, which ptxas assembles in 243 registers without spills); with mma.sync
+// about 128 do.
 autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
-                             const ProblemShape& s) {
+                             const ProblemShape& s, const DeviceInfo& device) {
   const int64_t rows = program_rows(kernel, c), step = step_rows(kernel, c), h = padded_head_dim(spec.head_dim);
   const bool by_keys = kernel == TunedKernel::dkdv;
   const int64_t heads = by_keys ? s["BN"] / s["G"] : s["BN"];
@@ -115,10 +125,19 @@ autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec
   const double others = double(cdiv(by_keys ? s["T"] : s["S"], step) * step) * kept * double(by_keys ? s["G"] : 1);
   const double products = kernel == TunedKernel::forward ? 2 : kernel == TunedKernel::dq ? 3 : 4;
   const double own_bytes = bytes * 2.0 * double(s["BN"] * (by_keys ? s["S"] : s["T"]) * h);
+  const double other_rows = double(by_keys ? s["BN"] * s["T"] : s["BN"] / s["G"] * s["S"]) * kept;
   // A producer warpgroup adds its four warps to the launch.
   const int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
-  return {programs, warps, 2.0 * products * double(programs * rows * h) * others,
-          bytes * double(programs) * others * double(2 * h) + own_bytes, values_per_thread(kernel, spec, c)};
+  autotune::LaunchWork work{programs,
+                            warps,
+                            2.0 * products * double(programs * rows * h) * others,
+                            bytes * other_rows * double(2 * h) + own_bytes,
+                            values_per_thread(kernel, spec, c)};
+  if (spec.dtype != DType::f32) work.tensor_flops = work.flops;  // f32 runs tf32x3: three products per one
+  if (device.cc_major == 9 && spec.dtype != DType::f32) work.register_values = kMostValuesPerThread;
+  const int64_t chunks = cdiv(h, std::min(c["HEAD_CHUNK"], h));
+  work.waits_per_program = int64_t(others / double(step)) * (1 + chunks);
+  return work;
 }
 
 // The constants of the space of `kernel` for `spec` that `c` runs with (its head chunk at most
@@ -163,7 +182,9 @@ autotune::TunableKernel make_tunable(const AttentionTuningSpec& spec, TunedKerne
   op.bucketing.power_of_two("BN").exact("G").power_of_two("T").power_of_two("S");
   op.dtypes = std::string(dtype_name(spec.dtype));
   op.layout = spec.layout();
-  op.work = [spec, kernel](const Config& c, const ProblemShape& s) { return work_of(kernel, spec, c, s); };
+  op.work = [spec, kernel](const Config& c, const ProblemShape& s, const DeviceInfo& device) {
+    return work_of(kernel, spec, c, s, device);
+  };
   op.heuristic = [spec, kernel](const ProblemShape&, const DeviceInfo& device) {
     return tuned_values(kernel, spec, heuristic_config(kernel, spec, device));
   };

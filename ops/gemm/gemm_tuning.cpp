@@ -121,7 +121,7 @@ autotune::TunableKernel make_tunable(const GemmTuningSpec& spec) {
   op.bucketing.power_of_two("M").power_of_two("N").power_of_two("K");
   op.dtypes = spec.dtypes();
   op.layout = spec.layout();
-  op.work = [spec](const Config& c, const ProblemShape& s) { return work_of(spec, c, s); };
+  op.work = [spec](const Config& c, const ProblemShape& s, const DeviceInfo&) { return work_of(spec, c, s); };
   op.heuristic = [spec](const ProblemShape& s, const DeviceInfo& device) {
     return tuned_values(spec, heuristic_gemm_config(shaped_problem(spec, s), device));
   };

@@ -33,7 +33,7 @@ TunableKernel vector_add() {
   TunableKernel op = example("vector_add");
   op.space.add("BLOCK", {256, 512, 1024, 2048, 4096}).add("num_warps", {1, 2, 4, 8});
   op.bucketing.power_of_two("n");
-  op.work = [](const Config& c, const ProblemShape& s) {
+  op.work = [](const Config& c, const ProblemShape& s, const DeviceInfo&) {
     int64_t programs = cdiv(s["n"], c["BLOCK"]);
     double elements = double(programs * c["BLOCK"]);
     double values_per_thread = 3.0 * double(c["BLOCK"]) / threads(c);  // x, y and out elements
@@ -49,7 +49,7 @@ TunableKernel row_kernel(const std::string& name, double passes_over_row) {
   op.space.add("BLOCK_N", {128, 256, 512, 1024, 2048, 4096, 8192, 16384}).add("num_warps", {1, 2, 4, 8, 16});
   op.space.require("BLOCK_N >= cols", [](const Config& c, const ProblemShape& s) { return c["BLOCK_N"] >= s["cols"]; });
   op.bucketing.power_of_two("rows").power_of_two("cols");
-  op.work = [passes_over_row](const Config& c, const ProblemShape& s) {
+  op.work = [passes_over_row](const Config& c, const ProblemShape& s, const DeviceInfo&) {
     double padded = double(s["rows"] * c["BLOCK_N"]);
     return LaunchWork{s["rows"], int(c["num_warps"]), 4 * padded, 8.0 * double(s["rows"] * s["cols"]),
                       passes_over_row * double(c["BLOCK_N"]) / threads(c)};
@@ -72,7 +72,7 @@ TunableKernel gemm() {
       .add("num_warps", {1, 2, 4, 8})
       .add("num_stages", {1});
   op.bucketing.power_of_two("M").power_of_two("N").power_of_two("K");
-  op.work = [](const Config& c, const ProblemShape& s) {
+  op.work = [](const Config& c, const ProblemShape& s, const DeviceInfo&) {
     int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"];
     int64_t programs = cdiv(s["M"], bm) * cdiv(s["N"], bn);
     double k = double(cdiv(s["K"], bk) * bk);

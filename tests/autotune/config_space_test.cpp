@@ -138,6 +138,22 @@ TEST(CostModel, MoreWorkTakesLongerAndSpillsCost) {
   EXPECT_GT(estimate_ms(spilling, h100()), t);
 }
 
+// Tensor-core flops run at the tensor cores' rate, a program's waits cost time beside its work,
+// and a kernel whose values fit in more registers than the default spills later.
+TEST(CostModel, TensorFlopsWaitsAndRegisterRoom) {
+  LaunchWork base{1024, 4, 1e12, 1e6, 64};
+  LaunchWork on_tensor_cores = base, waiting = base, roomy = base, crowded = base;
+  on_tensor_cores.tensor_flops = base.flops;
+  waiting.waits_per_program = 1000;
+  crowded.values_per_thread = roomy.values_per_thread = 200;
+  roomy.register_values = 224;
+  double t = estimate_ms(base, h100());
+  EXPECT_LT(estimate_ms(on_tensor_cores, h100()) * 8, t);
+  EXPECT_GT(estimate_ms(waiting, h100()), t);
+  EXPECT_DOUBLE_EQ(estimate_ms(roomy, h100()), t);
+  EXPECT_GT(estimate_ms(crowded, h100()), t);
+}
+
 // The GEMM declaration's ranking on an H100: a big square GEMM wants big tiles and enough
 // warps; its top choice beats the smallest tile and a tile that must spill.
 TEST(CostModel, RanksGemmTilesSensibly) {
@@ -145,7 +161,7 @@ TEST(CostModel, RanksGemmTilesSensibly) {
   ProblemShape big{{{"M", 4096}, {"N", 4096}, {"K", 4096}}};
   auto cost = [&](int64_t bm, int64_t bn, int64_t bk, int64_t warps) {
     Config c{{{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"num_warps", warps}, {"num_stages", 1}}};
-    return estimate_ms(gemm.work(c, big), h100());
+    return estimate_ms(gemm.work(c, big, h100()), h100());
   };
   EXPECT_LT(cost(128, 128, 16, 8), cost(16, 16, 8, 1));
   EXPECT_LT(cost(128, 128, 16, 8), cost(128, 128, 32, 1));  // one warp: 16 K values per thread spill

@@ -141,7 +141,7 @@ TEST_F(TunerTest, FindsTheKnownBestConfig) {
 
 TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
   // A model that wrongly prefers BLOCK=128 num_warps=2: the tuner must time exactly its top 3.
-  op_.work = [](const Config& c, const ProblemShape&) {
+  op_.work = [](const Config& c, const ProblemShape&, const DeviceInfo&) {
     double miss = 10 * std::abs(std::log2(double(c["BLOCK"])) - 7) + std::abs(std::log2(double(c["num_warps"])) - 1);
     return LaunchWork{1, 4, 1e9 * (1 + miss), 0, 0};
   };
@@ -152,7 +152,8 @@ TEST_F(TunerTest, TimesOnlyTheTopKByTheCostModel) {
 
   std::vector<Config> ranked = op_.space.configs();
   std::stable_sort(ranked.begin(), ranked.end(), [&](auto& a, auto& b) {
-    return estimate_ms(op_.work(a, shape_), runner.device()) < estimate_ms(op_.work(b, shape_), runner.device());
+    return estimate_ms(op_.work(a, shape_, runner.device()), runner.device()) <
+           estimate_ms(op_.work(b, shape_, runner.device()), runner.device());
   });
   // The declared default (what an untuned call runs) is timed first whatever the model says.
   const Config declared = synthetic_config(32, 4);
@@ -177,7 +178,7 @@ TEST_F(TunerTest, TheHeuristicConfigIsAlwaysTimed) {
   options.top_k = 3;
   for (auto [heuristic, n] : {std::pair{fastest, 1000}, std::pair{outside, 900}}) {
     SCOPED_TRACE(heuristic.str());
-    op_.work = [h = heuristic](const Config& c, const ProblemShape&) {
+    op_.work = [h = heuristic](const Config& c, const ProblemShape&, const DeviceInfo&) {
       return LaunchWork{1, 4, c == h ? 1e12 : 1e9, 0, 0};
     };
     op_.heuristic = [h = heuristic](const ProblemShape&, const DeviceInfo&) { return h; };
@@ -218,7 +219,7 @@ TEST_F(TunerTest, ConstraintsPruneBeforeAnyCompile) {
 }
 
 TEST_F(TunerTest, KernelsOverTheDeviceLimitsArePrunedBeforeTimingAndReplaced) {
-  op_.work = [](const Config& c, const ProblemShape&) { return LaunchWork{1, 4, 1e9 * synthetic_ms(c), 0, 0}; };
+  op_.work = [](const Config& c, const ProblemShape&, const DeviceInfo&) { return LaunchWork{1, 4, 1e9 * synthetic_ms(c), 0, 0}; };
   Config best = fastest_of(op_.space.configs());
   SyntheticRunner runner;
   runner.shared_bytes[best.str()] = 300 * 1024;  // over the 227 KiB a CTA may have

@@ -47,7 +47,7 @@ Kernel backward_rows_kernel(DType dtype, std::vector<ir::Param> params) {
                   [&](Tile block, std::vector<Tile> carried) {
                     Tile keys = block * bn + arange(0, bn);                                  // (BLOCK_N)
                     Tile qk = a.dot_heads(q, a.load_rows("k", k_base, keys, a.S));         // (BLOCK_M, BLOCK_N)
-                    Tile logits = a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head).value;
+                    AttentionTiles::Logits logits = a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head);
                     SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
                     return std::vector<Tile>{sm.m, sm.l};
                   });

@@ -68,9 +68,8 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
             // The previous block's p · v runs on while this block's softmax is computed.
             if (a.overlap) acc = p_times_v(carried[2], s.previous, acc);
             // Rows past the query length need no mask: the epilogue replaces their results.
-            Tile logits =
-                a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head, {.queries = false, .keys = key_bound})
-                    .value;
+            AttentionTiles::Logits logits =
+                a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head, {.queries = false, .keys = key_bound});
             SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
             acc = map_chunks(acc, [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
             if (!a.overlap) acc = p_times_v(sm.p, s.block, acc);

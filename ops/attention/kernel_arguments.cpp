@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <initializer_list>
 
 namespace tilejit::ops::attention_detail {
 namespace {
+
+bool has_positive_scale(const AttentionProblem& p) { return p.scale > 0 && std::isfinite(p.scale); }
 
 // The pointer `name` and its strides name_SUFFIX.
 void add_strided(NamedArguments& args, const std::string& name, const Tensor& t,
@@ -58,7 +61,8 @@ NamedArguments common_arguments(const AttentionProblem& p) {
   args.add("S", static_cast<int32_t>(p.kv_len));
   args.add("N", static_cast<int32_t>(p.heads));
   args.add("G", static_cast<int32_t>(p.group()));
-  args.add("scale", p.scale);
+  // A positive scale comes under a name of its own: the kernels then fold it (kernel_tiles.h).
+  args.add(has_positive_scale(p) ? "positive_scale" : "scale", p.scale);
   if (p.band) {
     args.add("band_left", static_cast<int32_t>(p.band_left));
     args.add("band_right", static_cast<int32_t>(p.band_right));
@@ -71,9 +75,9 @@ NamedArguments common_arguments(const AttentionProblem& p) {
 }
 
 std::string features_key(const AttentionProblem& p) {
-  return fmt::format("{}/bias_{}/mask{}/band{}/qlens{}/kvlens{}", dtype_name(p.dtype),
+  return fmt::format("{}/bias_{}/mask{}/band{}/qlens{}/kvlens{}/positive_scale{}", dtype_name(p.dtype),
                      p.bias ? dtype_name(p.bias->dtype()) : "none", p.mask.has_value(), p.band,
-                     p.q_seqlens.has_value(), p.kv_seqlens.has_value());
+                     p.q_seqlens.has_value(), p.kv_seqlens.has_value(), has_positive_scale(p));
 }
 
 }  // namespace tilejit::ops::attention_detail

@@ -37,7 +37,8 @@ AttentionTiles::AttentionTiles(const NamedTiles& in_, const Constants& c, DType 
       S(in["S"]),
       N(in["N"]),
       G(in["G"]),
-      scale(in["scale"]),
+      scale(in.has("positive_scale") ? in["positive_scale"] : in["scale"]),
+      positive_scale(in.has("positive_scale")),
       masked(masked_logit(dtype_)) {}
 
 bool AttentionTiles::skips_blocks() const { return in.has("band_left") || in.has("q_seqlens") || in.has("kv_seqlens"); }
@@ -110,11 +111,13 @@ Tile AttentionTiles::row_stat_base(const std::string& name, const Tile& n) const
 
 AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, const Tile& s, const Tile& n,
                                               LogitBounds bounds) const {
-  Tile x = qk * scale;
   auto broadcast_tile = [&](const std::string& name) {  // bias or mask at (b, n, t, s)
     Tile base = in[name] + (wide(b) * in[name + "_batch"] + wide(n) * in[name + "_head"]);
     return load(base + wide(t) * in[name + "_query"] + wide(s) * in[name + "_key"], (t < T) && (s < S));
   };
+  const bool masks = bounds.keys || bounds.queries || in.has("band_left") || in.has("mask");
+  if (!masks && !in.has("bias") && positive_scale) return {qk, std::nullopt, scale};
+  Tile x = qk * scale;
   if (in.has("bias")) x = x + cast(broadcast_tile("bias"), DType::f32);
   std::optional<Tile> keep;
   auto also_keep = [&](const Tile& kept) { keep = keep ? *keep && kept : kept; };
@@ -125,6 +128,7 @@ AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, con
     also_keep((diagonal >= -in["band_left"]) && (diagonal <= in["band_right"]));
   }
   if (in.has("mask")) also_keep(broadcast_tile("mask"));
+  TJ_CHECK(keep.has_value() == masks);
   if (!keep) return {x, std::nullopt};
   Tile dropped = bounds.keys ? where(s < S, scalar(masked, DType::f32), -kInf) : scalar(masked, DType::f32);
   return {where(*keep, x, dropped), keep};
@@ -140,8 +144,9 @@ AttentionTiles::RowStats AttentionTiles::row_stats(const Tile& head, const Tile&
 
 Tile AttentionTiles::RowStats::weights(const Logits& logits) const {
   // (x - base) first: exact where x and base are both masked_logit, which offset * log2(e)
-  // beside base * log2(e) would not be.
-  return exp2_flushing_subnormals(fma(logits.value - base, kLog2e, -(offset * kLog2e)));
+  // beside base * log2(e) would not be (with a factor nothing is masked).
+  Tile above_base = logits.factor ? fma(logits.value, *logits.factor, -base) : logits.value - base;
+  return exp2_flushing_subnormals(fma(above_base, kLog2e, -(offset * kLog2e)));
 }
 
 Tile AttentionTiles::RowStats::logit_gradients(const Logits& logits, const Tile& p, const Tile& dp) const {
@@ -200,16 +205,20 @@ Chunks map_chunks(const Chunks& x, const std::function<Tile(const Tile&)>& f) {
   return out;
 }
 
-SoftmaxStep online_softmax(const Tile& logits, const Tile& m, const Tile& l) {
-  Tile m_next = maximum(m, max(logits, 1));
+SoftmaxStep online_softmax(const AttentionTiles::Logits& logits, const Tile& m, const Tile& l) {
+  // With a positive factor, the largest logit is the largest product times it (exactly:
+  // rounding is monotonic).
+  Tile row_max = logits.factor ? max(logits.value, 1) * *logits.factor : max(logits.value, 1);
+  Tile m_next = maximum(m, row_max);
   Tile alpha = softmax_exp(m - m_next);
   Tile p = weights_below_row_max(logits, m_next);
   return {m_next, l * alpha + sum(p, 1), alpha, p};
 }
 
-Tile weights_below_row_max(const Tile& logits, const Tile& row_max) {
+Tile weights_below_row_max(const AttentionTiles::Logits& logits, const Tile& row_max) {
   Tile c = where(abs(row_max) < 0x1p127, scalar(kLog2e, DType::f32), 0x1p-80);
-  return exp2_flushing_subnormals(fma(logits, expand_dims(c, 1), expand_dims(-(row_max * c), 1)));
+  Tile slope = logits.factor ? c * *logits.factor : c;
+  return exp2_flushing_subnormals(fma(logits.value, expand_dims(slope, 1), expand_dims(-(row_max * c), 1)));
 }
 
 std::vector<Tile> online_softmax_start(int64_t rows) {

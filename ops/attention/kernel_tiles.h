@@ -56,6 +56,9 @@ class AttentionTiles {
   bool overlap;                   // OVERLAP: products issued early (config.h)
   bool warp_specialize;           // warp_specialize: a producer warpgroup where possible (config.h)
   dsl::Tile T, S, N, G, scale;    // scalars
+  // Whether the call's scale is positive and finite (it then comes as `positive_scale`): the
+  // row max of q·k * scale is then that of q·k, times scale.
+  bool positive_scale;
   float masked;                   // masked_logit(dtype)
   // Whether any mask can leave a whole block of keys masked for a block of queries (the
   // band or sequence lengths), so kernels may skip it.
@@ -97,6 +100,10 @@ class AttentionTiles {
     dsl::Tile value;  // f32: the logits, masked_logit where masked, -inf for keys s >= S
     // i1: kept by every mask, and within T and S; none when nothing masks (LogitBounds).
     std::optional<dsl::Tile> keep;
+    // Where set (a positive scale, no bias and nothing masked), `value` holds the raw products
+    // and the logits are value * factor: the softmax takes the scale into the multiply-add of
+    // its exponentials instead of a multiplication per logit.
+    std::optional<dsl::Tile> factor;
   };
   // `qk`: the raw products q·k, f32 of shape (X, Y); `t` and `s`: i32 query and key
   // indices of shapes (X, 1) and (1, Y), or (1, Y) and (X, 1); `n`: the query head.
@@ -148,20 +155,20 @@ class AttentionTiles {
 struct SoftmaxStep {
   dsl::Tile m, l, alpha, p;
 };
-SoftmaxStep online_softmax(const dsl::Tile& logits, const dsl::Tile& m, const dsl::Tile& l);
+SoftmaxStep online_softmax(const AttentionTiles::Logits& logits, const dsl::Tile& m, const dsl::Tile& l);
 // The running max and sum (`rows` each) before the first block. The max starts at the lowest
 // finite f32, not -inf: a block whose logits are all -inf (a -inf bias) then gives p = 0 and
 // alpha = 1 instead of exp(-inf - -inf) = NaN.
 std::vector<dsl::Tile> online_softmax_start(int64_t rows);
 
 // exp(logits - row_max) for logits (X, Y) and each row's largest logit or more (X), as
-// exp2(fma(logits, c, -row_max * c)): one fused instruction per logit where
-// (x - max) * log2(e) takes two. c = log2(e) while row_max * log2(e) is finite; a row whose
+// exp2(fma(logits, c, -row_max * c)) (with a factor, fma(value, factor * c, ...)): one fused
+// instruction per logit where (x - max) * log2(e) takes two. c = log2(e) while row_max * log2(e) is finite; a row whose
 // max is 2^127 or more in magnitude (a masked row: masked_logit is about -2.4e38) takes
 // c = 2^-80, which maps a logit equal to the max to exp2(0) = 1 and every smaller one, at
 // least ulp(max) = 2^104 below it, to exp2(-2^24 or less) = 0: exp(x - max) in f32 there too.
 // Weights below 2^-126 are flushed to 0, as softmax_exp's.
-dsl::Tile weights_below_row_max(const dsl::Tile& logits, const dsl::Tile& row_max);
+dsl::Tile weights_below_row_max(const AttentionTiles::Logits& logits, const dsl::Tile& row_max);
 
 // exp(x) for softmax weights, as exp2(x * log2(e)), weights below 2^-126 flushed to 0: a
 // row's weights sum to 1 or more (the forward's row max weighs 1), beside which those are

@@ -393,12 +393,16 @@ TEST(Attention, Mask) {
   check_attention_case(c);
 }
 
+// A positive scale is folded into the softmax's exponentials (kernel_tiles.h, Logits::factor);
+// zero and negative ones take the logits as they are.
 TEST(Attention, ScaleAndLogits) {
   AttentionCase c;
   c.dtype = DType::f16, c.T = 30, c.S = 30, c.H = 32;
-  c.scale = 0.7;
   c.logit_range = 3;
-  check_attention_case(c);
+  for (double scale : {0.7, -0.45, 0.0}) {
+    c.scale = scale;
+    check_attention_case(c);
+  }
 }
 
 TEST(Attention, Layouts) {

@@ -168,8 +168,8 @@ AttentionReference attention_reference(const AttentionCase& c, const AttentionIn
           const LD ds = ps * (dp[size_t(s)] - D), ds_terms = ps * (std::fabs(dp[size_t(s)]) + D_terms);
           for (int64_t h = 0; h < H; ++h) {
             LD kv = in.k.get(ki(b, s, kh, h)), qv = in.q.get(qi(b, t, n, h));
-            r.dq[qi(b, t, n, h)] += ds * scale * kv, r.dq_terms[qi(b, t, n, h)] += ds_terms * scale * std::fabs(kv);
-            r.dk[ki(b, s, kh, h)] += ds * scale * qv, r.dk_terms[ki(b, s, kh, h)] += ds_terms * scale * std::fabs(qv);
+            r.dq[qi(b, t, n, h)] += ds * scale * kv, r.dq_terms[qi(b, t, n, h)] += ds_terms * std::fabs(scale * kv);
+            r.dk[ki(b, s, kh, h)] += ds * scale * qv, r.dk_terms[ki(b, s, kh, h)] += ds_terms * std::fabs(scale * qv);
           }
         }
       }

@@ -16,6 +16,10 @@
 // statistic is within kNegligibleGap of masked_logit (see backward_rows_kernel.cpp); when
 // the head has such a row (its close_rows flag), the program visits the head's other query
 // blocks too.
+//
+// Without skipping, the logits take no bounds: queries t >= T weigh 0 (their row_base is
+// +inf), and keys s >= S give rows of dk and dv that are never stored (no product mixes rows
+// of keys).
 #include "ops/attention/backward_kernels.h"
 
 #include <optional>
@@ -45,24 +49,28 @@ Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
         auto head_step = [&](Tile g, std::vector<Tile> grads) {
           Tile head = kv_head * a.G + g;
           // Carried: dk's chunks, then dv's.
-          BlockBody step = [&](Tile block, std::vector<Tile> carried) {
-            Tile rows = block * bm + arange(0, bm);                                  // (BLOCK_M)
-            Chunks q = a.load_block("q", head, block * bm, bm, a.T);                 // (BLOCK_M, H)
-            Chunks dout = a.load_block("dout", head, block * bm, bm, a.q_end);       // (BLOCK_M, H)
-            auto stats = a.row_stats(head, rows, 1);                                 // (1, BLOCK_M)
-            Tile kq = a.dot_heads(k, q);                                             // (BLOCK_N, BLOCK_M)
-            // With OVERLAP, v · dout^T is issued now and runs on while the weights are computed.
-            std::optional<Tile> dp;
-            if (a.overlap) dp = a.dot_heads(v, dout);
-            auto logits = a.logits(kq, expand_dims(rows, 0), expand_dims(keys, 1), head);
-            Tile p = stats.weights(logits);                                          // (BLOCK_N, BLOCK_M)
-            Chunks dv = a.dot_rows(p, dout, Chunks(carried.begin() + chunks, carried.end()));  // (BLOCK_N, H)
-            Tile ds = stats.logit_gradients(logits, p, dp ? *dp : a.dot_heads(v, dout));  // (BLOCK_N, BLOCK_M)
-            Chunks dk = a.dot_rows(ds, q, Chunks(carried.begin(), carried.begin() + chunks));  // (BLOCK_N, H)
-            dk.insert(dk.end(), dv.begin(), dv.end());
-            return dk;
+          auto step_with = [&](LogitBounds bounds) -> BlockBody {
+            return [&, bounds](Tile block, std::vector<Tile> carried) {
+              Tile rows = block * bm + arange(0, bm);                                // (BLOCK_M)
+              Chunks q = a.load_block("q", head, block * bm, bm, a.T);               // (BLOCK_M, H)
+              Chunks dout = a.load_block("dout", head, block * bm, bm, a.q_end);     // (BLOCK_M, H)
+              auto stats = a.row_stats(head, rows, 1);                               // (1, BLOCK_M)
+              Tile kq = a.dot_heads(k, q);                                           // (BLOCK_N, BLOCK_M)
+              // With OVERLAP, v · dout^T is issued now and runs on while the weights are computed.
+              std::optional<Tile> dp;
+              if (a.overlap) dp = a.dot_heads(v, dout);
+              auto logits = a.logits(kq, expand_dims(rows, 0), expand_dims(keys, 1), head, bounds);
+              Tile p = stats.weights(logits);                                        // (BLOCK_N, BLOCK_M)
+              Chunks dv = a.dot_rows(p, dout, Chunks(carried.begin() + chunks, carried.end()));  // (BLOCK_N, H)
+              Tile ds = stats.logit_gradients(logits, p, dp ? *dp : a.dot_heads(v, dout));  // (BLOCK_N, BLOCK_M)
+              Chunks dk = a.dot_rows(ds, q, Chunks(carried.begin(), carried.begin() + chunks));  // (BLOCK_N, H)
+              dk.insert(dk.end(), dv.begin(), dv.end());
+              return dk;
+            };
           };
-          if (!a.skips_blocks()) return for_range(0, block_count, 1, std::move(grads), step);
+          if (!a.skips_blocks())
+            return for_range(0, block_count, 1, std::move(grads), step_with({.queries = false, .keys = false}));
+          BlockBody step = step_with({});
           Tile close_rows = load(a.in["close_rows"] + (a.b * a.N + head)) > 0;
           return for_blocks_then_rest(a.query_blocks(s0, bn, bm), block_count, std::move(grads),
                                       each_block(block_count, step),

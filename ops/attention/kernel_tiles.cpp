@@ -150,8 +150,8 @@ Tile AttentionTiles::RowStats::weights(const Logits& logits) const {
 }
 
 Tile AttentionTiles::RowStats::logit_gradients(const Logits& logits, const Tile& p, const Tile& dp) const {
-  TJ_CHECK(logits.keep);
-  return where(*logits.keep, p * (dp - delta), 0.0);
+  Tile ds = p * (dp - delta);
+  return logits.keep ? where(*logits.keep, ds, 0.0) : ds;
 }
 
 Tile AttentionTiles::near_masked(const Tile& stat) const { return stat <= masked + kNegligibleGap; }

@@ -434,6 +434,21 @@ TEST(Attention, LogitsNearTheMaskedValue) {
   check_attention_case(small(c));
 }
 
+// Every logit far below zero (a bias of -300): the backward's loops over whole blocks take no
+// bounds, and past S a partial block's keys would weigh exp(0 - logsumexp) = inf there; dq's
+// last block keeps its key bound, and dk / dv's rows of those keys are never stored. On the
+// default and the small blocks, sm_90a and sm_80.
+TEST(Attention, LogitsFarBelowZeroPastTheLastKey) {
+  for (const char* device : {"emu:sm_90a", "emu:sm_80"}) {
+    AttentionCase c;
+    c.B = 1, c.T = 40, c.S = 50, c.N = 2, c.K = 1, c.H = 32;
+    c.bias_shape = {1, 1, 1, 1}, c.bias_value = -300.0L;
+    c.device = device;
+    check_attention_case(c);
+    check_attention_case(small(c));
+  }
+}
+
 // A bias of -inf, as a window or left padding is often written: a row whose first block of
 // keys is all -inf still weighs its other keys by exp(logit - max) (-inf weighs 0), and the
 // backward pass gives those keys no gradient; the online softmax must not compute

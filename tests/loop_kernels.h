@@ -12,16 +12,20 @@ namespace tilejit::testing_kernels {
 
 // The running max m and sum l of exp(logit - m) of BLOCK_M rows over S keys, BLOCK_N keys per
 // iteration (S a multiple of BLOCK_N): `logits(keys)` gives the (BLOCK_M, BLOCK_N) logits of
-// the keys `keys` (BLOCK_N).
+// the keys `keys` (BLOCK_N). With `shifted_rescale`, l's factor is exp2(m_before * log2(e) -
+// m * log2(e)) instead of exp(m_before - m): its first operand comes from the carried max alone.
 inline std::vector<dsl::Tile> online_softmax(int64_t bm, int64_t bn, const dsl::Tile& S,
-                                             const std::function<dsl::Tile(const dsl::Tile&)>& logits_of) {
+                                             const std::function<dsl::Tile(const dsl::Tile&)>& logits_of,
+                                             bool shifted_rescale = false) {
   using namespace tilejit::dsl;
   std::vector<Tile> init = {full({bm}, -std::numeric_limits<double>::infinity(), DType::f32), zeros({bm}, DType::f32)};
   return for_range(0, S, bn, init, [&](Tile first, std::vector<Tile> carried) {
     Tile logits = logits_of(first + arange(0, bn));
     Tile m = maximum(carried[0], max(logits, 1));
     Tile p = exp(logits - expand_dims(m, 1));
-    Tile l = carried[1] * exp(carried[0] - m) + sum(p, 1);
+    constexpr double kLog2e = 1.4426950408889634;
+    Tile rescale = shifted_rescale ? exp2(carried[0] * kLog2e - m * kLog2e) : exp(carried[0] - m);
+    Tile l = carried[1] * rescale + sum(p, 1);
     return std::vector<Tile>{m, l};
   });
 }
@@ -29,18 +33,20 @@ inline std::vector<dsl::Tile> online_softmax(int64_t bm, int64_t bn, const dsl::
 // For each of BLOCK_M query rows, the running max m and sum l of exp(q . k - m) over all S
 // keys, BLOCK_N keys per iteration (S a multiple of BLOCK_N): an online softmax, which
 // carries row statistics of a dot's result. q is (BLOCK_M, HEAD), k (S, HEAD), row-major.
-inline dsl::Kernel online_softmax_kernel() {
+// `shifted_rescale` as online_softmax's.
+inline dsl::Kernel online_softmax_kernel(bool shifted_rescale = false) {
   using namespace tilejit::dsl;
   return define_kernel(
       "online_softmax_rows", {"q", "k", "m_out", "l_out", "S"}, {{"BLOCK_M", 64}, {"BLOCK_N", 16}, {"HEAD", 32}},
-      [](const Constants& c, Ptr<bf16> q, Ptr<bf16> k, Ptr<f32> m_out, Ptr<f32> l_out, Scalar<i32> S) {
+      [shifted_rescale](const Constants& c, Ptr<bf16> q, Ptr<bf16> k, Ptr<f32> m_out, Ptr<f32> l_out,
+                        Scalar<i32> S) {
         int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], h = c["HEAD"];
         Tile rows = arange(0, bm), cols = arange(0, h);
         Tile q_tile = load(q + expand_dims(rows, 1) * h + expand_dims(cols, 0));  // (BLOCK_M, HEAD)
         std::vector<Tile> r = online_softmax(bm, bn, S, [&](const Tile& keys) {
           Tile k_tile = load(k + expand_dims(keys, 1) * h + expand_dims(cols, 0));  // (BLOCK_N, HEAD)
           return dot(q_tile, trans(k_tile), zeros({bm, bn}, DType::f32));          // (BLOCK_M, BLOCK_N)
-        });
+        }, shifted_rescale);
         store(m_out + rows, r[0]);
         store(l_out + rows, r[1]);
       });

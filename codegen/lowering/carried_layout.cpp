@@ -1,13 +1,14 @@
-// The layouts loops carry values in. A block argument has one layout for every iteration;
-// where the body defines the value it yields in another, each iteration converts it, through
-// shared memory when threads hold different elements. So a loop carries each value in the
-// layout the body will define it in, predicted from the ops that compute it the way their
-// lowerings choose: a dot's accumulator layout; a reduction's slice of its input's layout
-// (an online softmax's running row max and sum); an elementwise op's first operand that is
-// not recomputed; a load's (codegen/lowering/load_layout.cpp); expand_dims, reshape and trans
-// of a predicted layout. (A loop's result is not followed into the loop: an outer loop
-// carrying an inner loop's accumulators in their layout, rather than converting them at each
-// outer iteration, made ptxas spill in the f32 dk / dv kernel at H = 128 with block skipping.)
+// The layouts loops carry values in. A block argument has one layout for every iteration; where
+// the body defines the value it yields in another, each iteration converts it, through shared
+// memory when threads hold different elements. So a loop carries each value in the layout the
+// body will define it in, predicted from the ops that compute it the way their lowerings
+// choose: a dot's accumulator layout; a reduction's slice of its input's layout (an online
+// softmax's running row max and sum); an elementwise op's first operand that is not recomputed
+// and whose layout can be predicted; a load's (codegen/lowering/load_layout.cpp); expand_dims,
+// reshape and trans of a predicted layout. (A loop's result is not followed into the loop: an
+// outer loop carrying an inner loop's accumulators in their layout, rather than converting them
+// at each outer iteration, made ptxas spill in the f32 dk / dv kernel at H = 128 with block
+// skipping.)
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
@@ -49,11 +50,12 @@ std::optional<LinearLayout> Lowering::predicted_layout(const ir::Value* v, int d
   if (!is_elementwise(op->kind) || v->type.is_scalar()) return std::nullopt;
   // As lower_elementwise: the layout of the first operand that is computed, not recomputed.
   // The block arguments of the loop being entered have no layout yet: each takes the one
-  // predicted for what the body yields for it, so they are passed over.
+  // predicted for what the body yields for it, so they are passed over, and so is an operand
+  // computed from them alone (a running max times a constant): the next operand tells.
   for (const ir::Value* x : op->operands) {
     if (x->type.is_scalar() || rematerializable(x)) continue;
     if (!x->def && !home_.count(x)) continue;
-    return predicted_layout(x, depth + 1);
+    if (std::optional<LinearLayout> predicted = predicted_layout(x, depth + 1)) return predicted;
   }
   return std::nullopt;
 }

@@ -205,27 +205,41 @@ Chunks map_chunks(const Chunks& x, const std::function<Tile(const Tile&)>& f) {
   return out;
 }
 
+namespace {
+
+// The exponent scale c of rows whose max is `row_max` (X), and the shift row_max * c the weights
+// exp2(x * c - shift) take (weights_below_row_max says why c is not always log2(e)).
+std::pair<Tile, Tile> exponent_scale_and_shift(const Tile& row_max) {
+  Tile c = where(abs(row_max) < 0x1p127, scalar(kLog2e, DType::f32), 0x1p-80);
+  return {c, row_max * c};
+}
+
+}  // namespace
+
 SoftmaxStep online_softmax(const AttentionTiles::Logits& logits, const Tile& m, const Tile& l) {
   // With a positive factor, the largest logit is the largest product times it (exactly:
   // rounding is monotonic).
   Tile row_max = logits.factor ? max(logits.value, 1) * *logits.factor : max(logits.value, 1);
   Tile m_next = maximum(m, row_max);
-  Tile alpha = softmax_exp(m - m_next);
+  // The weights of a block are relative to 2^shift, whose rounding differs from row_max *
+  // log2(e) by up to half an ulp of the shift: alpha moves the earlier blocks from their shift
+  // to this one's, so that all of a row's weights share one (it cancels in acc / l).
+  Tile shift_before = exponent_scale_and_shift(m).second;
+  Tile alpha = exp2_flushing_subnormals(shift_before - exponent_scale_and_shift(m_next).second);
   Tile p = weights_below_row_max(logits, m_next);
   return {m_next, l * alpha + sum(p, 1), alpha, p};
 }
 
 Tile weights_below_row_max(const AttentionTiles::Logits& logits, const Tile& row_max) {
-  Tile c = where(abs(row_max) < 0x1p127, scalar(kLog2e, DType::f32), 0x1p-80);
+  auto [c, shift] = exponent_scale_and_shift(row_max);
   Tile slope = logits.factor ? c * *logits.factor : c;
-  return exp2_flushing_subnormals(fma(logits.value, expand_dims(slope, 1), expand_dims(-(row_max * c), 1)));
+  return exp2_flushing_subnormals(fma(logits.value, expand_dims(slope, 1), expand_dims(-shift, 1)));
 }
 
 std::vector<Tile> online_softmax_start(int64_t rows) {
   return {full({rows}, std::numeric_limits<float>::lowest(), DType::f32), zeros({rows}, DType::f32)};
 }
 
-Tile softmax_exp(const Tile& x) { return exp2_flushing_subnormals(x * kLog2e); }
 
 Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }
 

@@ -150,8 +150,9 @@ class AttentionTiles {
 };
 
 // One block of the online softmax over rows of `logits` (X, Y): the running max m and sum l
-// (X) after the block, the factor alpha = exp(m_before - m) rescaling what came before, and
-// p = exp(logits - m).
+// (X) after the block, the factor alpha rescaling what came before, and the weights p
+// (weights_below_row_max): exp(m_before - m) and exp(logits - m), but for a common factor per
+// row (2 to the rounding error of m * log2(e)), which cancels in acc / l.
 struct SoftmaxStep {
   dsl::Tile m, l, alpha, p;
 };
@@ -162,18 +163,18 @@ SoftmaxStep online_softmax(const AttentionTiles::Logits& logits, const dsl::Tile
 std::vector<dsl::Tile> online_softmax_start(int64_t rows);
 
 // exp(logits - row_max) for logits (X, Y) and each row's largest logit or more (X), as
-// exp2(fma(logits, c, -row_max * c)) (with a factor, fma(value, factor * c, ...)): one fused
-// instruction per logit where (x - max) * log2(e) takes two. c = log2(e) while row_max * log2(e) is finite; a row whose
-// max is 2^127 or more in magnitude (a masked row: masked_logit is about -2.4e38) takes
-// c = 2^-80, which maps a logit equal to the max to exp2(0) = 1 and every smaller one, at
-// least ulp(max) = 2^104 below it, to exp2(-2^24 or less) = 0: exp(x - max) in f32 there too.
-// Weights below 2^-126 are flushed to 0, as softmax_exp's.
+// exp2(fma(logits, c, -shift)) with shift = row_max * c rounded (with a factor,
+// fma(value, factor * c, ...)): one fused instruction per logit where (x - max) * log2(e)
+// takes two. The weights come out times 2^(row_max * c - shift), at most half an ulp of the
+// shift in the exponent, the same for the whole row (online_softmax keeps it common to all
+// blocks); for logits of 2^31 or more in magnitude it can overflow or vanish.
+// c = log2(e) while row_max * log2(e) is finite; a row whose max is 2^127 or more in
+// magnitude (a masked row: masked_logit is about -2.4e38) takes c = 2^-80, which maps a logit
+// equal to the max to exp2(0) = 1 and every smaller one, at least ulp(max) = 2^104 below it,
+// to exp2(-2^24 or less) = 0: exp(x - max) in f32 there too. Weights below 2^-126 (f32's
+// smallest normal) are flushed to 0: a row's weights sum to about 1 or more, beside which
+// those are nothing in f32.
 dsl::Tile weights_below_row_max(const AttentionTiles::Logits& logits, const dsl::Tile& row_max);
-
-// exp(x) for softmax weights, as exp2(x * log2(e)), weights below 2^-126 flushed to 0: a
-// row's weights sum to 1 or more (the forward's row max weighs 1), beside which those are
-// nothing in f32.
-dsl::Tile softmax_exp(const dsl::Tile& x);
 
 // f(chunk) for every chunk.
 Chunks map_chunks(const Chunks& x, const std::function<dsl::Tile(const dsl::Tile&)>& f);

@@ -58,6 +58,23 @@ TEST(CarriedLayout, AnOnlineSoftmaxKeepsItsRowStatisticsInTheAccumulatorRows) {
   }
 }
 
+TEST(CarriedLayout, ARescaleFromTheCarriedMaxAloneKeepsTheRowSumInTheAccumulatorRows) {
+  // The row sum's factor exp2(m_before * c - m * c): the layout l is carried in is predicted
+  // past its first operand, computed from the carried max alone, so l lives in the rows as in
+  // the plain online softmax, and the loop moves nothing more through shared memory.
+  dsl::Kernel plain = testing_kernels::online_softmax_kernel(), shifted = testing_kernels::online_softmax_kernel(true);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const char* first = std::string(arch) == "sm_90a" ? "wgmma.fence" : "mma.sync";
+    std::string expected = loop_body(compiled(plain, arch).ptx, first);
+    std::string body = loop_body(compiled(shifted, arch).ptx, first);
+    ASSERT_FALSE(body.empty());
+    EXPECT_EQ(count(body, "bar.sync"), count(expected, "bar.sync")) << body;
+    EXPECT_EQ(count(body, "st.shared"), count(expected, "st.shared")) << body;
+    EXPECT_EQ(count(body, "ld.shared"), count(expected, "ld.shared")) << body;
+  }
+}
+
 TEST(LoadLayout, ABiasAMaskAndARowOffsetAreLoadedInTheLogitsLayout) {
   // The online softmax of the test above over where(mask, logits + bias, -10) - offset: the
   // bias and mask tiles (loaded each iteration) and the row offset (loaded before the loop,

@@ -129,9 +129,9 @@ AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, con
   }
   if (in.has("mask")) also_keep(broadcast_tile("mask"));
   TJ_CHECK(keep.has_value() == masks);
-  if (!keep) return {x, std::nullopt};
+  if (!keep) return {x, std::nullopt, std::nullopt};
   Tile dropped = bounds.keys ? where(s < S, scalar(masked, DType::f32), -kInf) : scalar(masked, DType::f32);
-  return {where(*keep, x, dropped), keep};
+  return {where(*keep, x, dropped), keep, std::nullopt};
 }
 
 AttentionTiles::RowStats AttentionTiles::row_stats(const Tile& head, const Tile& rows, int query_axis) const {

@@ -207,11 +207,23 @@ Chunks map_chunks(const Chunks& x, const std::function<Tile(const Tile&)>& f) {
 
 namespace {
 
-// The exponent scale c of rows whose max is `row_max` (X), and the shift row_max * c the weights
-// exp2(x * c - shift) take (weights_below_row_max says why c is not always log2(e)).
+// The exponent scale c of rows whose max is `row_max` (X), and the shift row_max * c rounded:
+// the weights are exp2(x * c - shift), one fused multiply-add per logit where (x - max) *
+// log2(e) takes two. c = log2(e) while row_max * log2(e) is finite; a row whose max is 2^127
+// or more in magnitude (a masked row: masked_logit is about -2.4e38) takes c = 2^-80, which
+// maps a logit equal to the max to exp2(0) = 1 and every smaller one, at least ulp(max) =
+// 2^104 below it, to exp2(-2^24 or less) = 0: exp(x - max) in f32 there too.
 std::pair<Tile, Tile> exponent_scale_and_shift(const Tile& row_max) {
   Tile c = where(abs(row_max) < 0x1p127, scalar(kLog2e, DType::f32), 0x1p-80);
   return {c, row_max * c};
+}
+
+// exp2(x * c - shift) for the logits (X, Y) and their rows' c and shift (X); with a factor,
+// fma(value, factor * c, -shift). Weights below 2^-126 (f32's smallest normal) are flushed to
+// 0: a row's weights sum to about 1 or more, beside which those are nothing in f32.
+Tile shifted_weights(const AttentionTiles::Logits& logits, const Tile& c, const Tile& shift) {
+  Tile slope = logits.factor ? c * *logits.factor : c;
+  return exp2_flushing_subnormals(fma(logits.value, expand_dims(slope, 1), expand_dims(-shift, 1)));
 }
 
 }  // namespace
@@ -225,21 +237,15 @@ SoftmaxStep online_softmax(const AttentionTiles::Logits& logits, const Tile& m, 
   // log2(e) by up to half an ulp of the shift: alpha moves the earlier blocks from their shift
   // to this one's, so that all of a row's weights share one (it cancels in acc / l).
   Tile shift_before = exponent_scale_and_shift(m).second;
-  Tile alpha = exp2_flushing_subnormals(shift_before - exponent_scale_and_shift(m_next).second);
-  Tile p = weights_below_row_max(logits, m_next);
+  auto [c, shift] = exponent_scale_and_shift(m_next);
+  Tile alpha = exp2_flushing_subnormals(shift_before - shift);
+  Tile p = shifted_weights(logits, c, shift);
   return {m_next, l * alpha + sum(p, 1), alpha, p};
-}
-
-Tile weights_below_row_max(const AttentionTiles::Logits& logits, const Tile& row_max) {
-  auto [c, shift] = exponent_scale_and_shift(row_max);
-  Tile slope = logits.factor ? c * *logits.factor : c;
-  return exp2_flushing_subnormals(fma(logits.value, expand_dims(slope, 1), expand_dims(-shift, 1)));
 }
 
 std::vector<Tile> online_softmax_start(int64_t rows) {
   return {full({rows}, std::numeric_limits<float>::lowest(), DType::f32), zeros({rows}, DType::f32)};
 }
-
 
 Tile any_set(const Tile& x) { return max(cast(x, DType::i32), 0) > 0; }
 

@@ -150,9 +150,11 @@ class AttentionTiles {
 };
 
 // One block of the online softmax over rows of `logits` (X, Y): the running max m and sum l
-// (X) after the block, the factor alpha rescaling what came before, and the weights p
-// (weights_below_row_max): exp(m_before - m) and exp(logits - m), but for a common factor per
-// row (2 to the rounding error of m * log2(e)), which cancels in acc / l.
+// (X) after the block, the factor alpha rescaling what came before, and the weights p:
+// exp(m_before - m) and exp(logits - m), computed as exp2(x * c - shift) with shift = m * c
+// rounded (c = log2(e) but for masked rows, kernel_tiles.cpp), so but for a factor per row
+// (2 to the rounding error of the shift), the same for every block, which cancels in acc / l.
+// For logits of 2^31 or more in magnitude that factor can overflow or vanish.
 struct SoftmaxStep {
   dsl::Tile m, l, alpha, p;
 };
@@ -161,20 +163,6 @@ SoftmaxStep online_softmax(const AttentionTiles::Logits& logits, const dsl::Tile
 // finite f32, not -inf: a block whose logits are all -inf (a -inf bias) then gives p = 0 and
 // alpha = 1 instead of exp(-inf - -inf) = NaN.
 std::vector<dsl::Tile> online_softmax_start(int64_t rows);
-
-// exp(logits - row_max) for logits (X, Y) and each row's largest logit or more (X), as
-// exp2(fma(logits, c, -shift)) with shift = row_max * c rounded (with a factor,
-// fma(value, factor * c, ...)): one fused instruction per logit where (x - max) * log2(e)
-// takes two. The weights come out times 2^(row_max * c - shift), at most half an ulp of the
-// shift in the exponent, the same for the whole row (online_softmax keeps it common to all
-// blocks); for logits of 2^31 or more in magnitude it can overflow or vanish.
-// c = log2(e) while row_max * log2(e) is finite; a row whose max is 2^127 or more in
-// magnitude (a masked row: masked_logit is about -2.4e38) takes c = 2^-80, which maps a logit
-// equal to the max to exp2(0) = 1 and every smaller one, at least ulp(max) = 2^104 below it,
-// to exp2(-2^24 or less) = 0: exp(x - max) in f32 there too. Weights below 2^-126 (f32's
-// smallest normal) are flushed to 0: a row's weights sum to about 1 or more, beside which
-// those are nothing in f32.
-dsl::Tile weights_below_row_max(const AttentionTiles::Logits& logits, const dsl::Tile& row_max);
 
 // f(chunk) for every chunk.
 Chunks map_chunks(const Chunks& x, const std::function<dsl::Tile(const dsl::Tile&)>& f);

@@ -107,13 +107,13 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
 // of a kv head for dk / dv, which visits the queries of its G heads) reads the other side's rows
 // up to its last kept block (about half of them when causal), two operands of H each (from
 // memory once per head: a head's programs run at about the same time, and L2 serves the rest),
-// and multiplies with them: twice in the forward (q k^T, p v), three times for dq (and dp =
-// dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q), on tensor cores. It waits once per block it steps
-// over and once more per head-dim chunk (whose products are issued apart), so of two tilings
-// the one with fewer blocks and chunks comes first. Where the kernels take wgmma (sm_90, 16-bit
-// inputs), the operands stay in shared memory and the space's whole bound of live values fits
-// in registers (the heuristic's dk / dv at head dim 128 count 216, and 128 queries by 128 keys
-// in the forward 192, which ptxas assembles in 243 registers without spills); with mma.sync
+// and multiplies with them on tensor cores: twice in the forward (q k^T, p v), three times for
+// dq (and dp = dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q). It waits once per block
+// it steps over and once more per head-dim chunk (whose products are issued apart), so of two
+// tilings the one with fewer blocks and chunks comes first. Where the kernels take wgmma (sm_90,
+// 16-bit inputs), the operands stay in shared memory and the space's whole bound of live values
+// fits in registers (the heuristic's dk / dv at head dim 128 count 216, and 128 queries by 128
+// keys in the forward 192, which ptxas assembles in 243 registers without spills); with mma.sync
 // about 128 do.
 autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
                              const ProblemShape& s, const DeviceInfo& device) {
@@ -133,8 +133,10 @@ autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec
                             2.0 * products * double(programs * rows * h) * others,
                             bytes * other_rows * double(2 * h) + own_bytes,
                             values_per_thread(kernel, spec, c)};
-  if (spec.dtype != DType::f32) work.tensor_flops = work.flops;  // f32 runs tf32x3: three products per one
-  if (device.cc_major == 9 && spec.dtype != DType::f32) work.register_values = kMostValuesPerThread;
+  if (spec.dtype != DType::f32) {  // f32 runs tf32x3 (three products per one) through registers
+    work.tensor_flops = work.flops;
+    if (device.cc_major == 9) work.register_values = kMostValuesPerThread;
+  }
   const int64_t chunks = cdiv(h, std::min(c["HEAD_CHUNK"], h));
   work.waits_per_program = int64_t(others / double(step)) * (1 + chunks);
   return work;

@@ -59,6 +59,10 @@ struct AttentionOptions {
   std::optional<Tensor> bias;
   std::optional<Tensor> mask;        // bool (i1), 4-D, broadcastable likewise; True keeps
   bool return_logsumexp = false;
+  // attention_backward only: whether dq must come out the same in every run. By default a
+  // tuned config may sum dq's shares by atomic adds, whose order (and so the last bits of dq)
+  // varies from run to run.
+  bool deterministic = false;
 };
 
 struct AttentionResult {
@@ -79,7 +83,8 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, con
 // shape, any strides with a unit head stride), given the forward's `out` and `logsumexp`
 // (which options.return_logsumexp asks for; options.return_logsumexp itself is ignored). For
 // GQA and MQA, dk and dv sum over the query heads of each group, in one program per block of
-// keys: the results are deterministic (no atomic accumulation).
+// keys: dk and dv are deterministic (no atomic accumulation), and so is dq with
+// options.deterministic (else see there).
 AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                       const Tensor& dout, const Tensor& logsumexp,
                                       const AttentionOptions& options = {}, Stream* stream = nullptr);

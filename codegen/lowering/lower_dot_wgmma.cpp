@@ -224,10 +224,15 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
         for (int i = 0; i < regs; ++i) acc[static_cast<size_t>(t.acc_register(m, n, i))] = d[static_cast<size_t>(i)];
       }
   call_intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
-  bool runs_on = tiles.b_staged && (a_registers || tiles.a_staged);
-  if (dots_in_flight.count(&op)) acc = wait_for_wgmma(1, acc);
-  else if (runs_on) running_wgmma_.push_back(op.result());
-  else acc = wait_for_wgmma(0, acc);
+  // A group reading a tile this dot stored into the scratch space runs on too: the next
+  // lowering that takes the scratch space waits for it first (shared_base).
+  const bool reads_scratch = !tiles.b_staged || (!a_registers && !tiles.a_staged);
+  if (dots_in_flight.count(&op)) {
+    acc = wait_for_wgmma(1, acc);
+  } else {
+    running_wgmma_.push_back(op.result());
+    if (reads_scratch) scratch_readers_.insert(op.result());
+  }
   define(op.result(), Regs{t.acc, acc});
 }
 
@@ -241,6 +246,8 @@ bool Lowering::chains_running_accumulator(const ir::Op& op) const {
   if (op.kind != ir::OpKind::dot) return false;
   const ir::Value* acc = op.operands[2];
   if (std::find(running_wgmma_.begin(), running_wgmma_.end(), acc) == running_wgmma_.end()) return false;
+  // A group reading the scratch space completes first: this dot may store its operands there.
+  if (scratch_readers_.count(acc)) return false;
   if (users_.at(acc).size() != 1) return false;
   std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(op), running = wgmma_dot_tiling(*acc->def);
   return tiling && running && tiling->instr.ptx_name() == running->instr.ptx_name() && tiling->acc == running->acc;
@@ -271,7 +278,15 @@ void Lowering::complete_wgmma(size_t index) {
     std::copy(landed, landed + static_cast<std::ptrdiff_t>(values.size()), values.begin());
     landed += static_cast<std::ptrdiff_t>(values.size());
   }
+  for (size_t i = 0; i < completing; ++i) scratch_readers_.erase(running_wgmma_[i]);
   running_wgmma_.erase(running_wgmma_.begin(), running_wgmma_.begin() + static_cast<std::ptrdiff_t>(completing));
+}
+
+void Lowering::complete_scratch_readers() {
+  std::optional<size_t> youngest;
+  for (size_t i = 0; i < running_wgmma_.size(); ++i)
+    if (scratch_readers_.count(running_wgmma_[i])) youngest = i;
+  if (youngest) complete_wgmma(*youngest);
 }
 
 void Lowering::complete_all_wgmma() {

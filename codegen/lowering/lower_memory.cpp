@@ -2,6 +2,8 @@
 // one vector access of up to 16 bytes when contiguity, alignment and mask constancy
 // (codegen/axis_info.h) allow; masked-off accesses are branched around, so they touch no
 // memory. Stores are made only by the thread that owns each element.
+#include <algorithm>
+
 #include "codegen/lowering/lowering.h"
 
 namespace tilejit::codegen::lowering {
@@ -115,13 +117,30 @@ void Lowering::lower_memory(const ir::Op& op) {
   else define(op.result(), Regs{layout, result});
 }
 
+namespace {
+
+// Whether every element of `layout` has one owner: no thread or register holds another's copy.
+bool owned_once(const LinearLayout& layout) {
+  const std::vector<bool> dup = layout.duplicate_registers();
+  return !layout.replicated_lane_mask() && !layout.replicated_warp_mask() &&
+         std::none_of(dup.begin(), dup.end(), [](bool d) { return d; });
+}
+
+}  // namespace
+
 void Lowering::lower_atomic(const ir::Op& op) {
   const ir::Value* ptr = op.operands[0];
   bool is_cas = op.kind == K::atomic_cas;
   const ir::Value* mask = !is_cas && op.operands.size() > 2 ? op.operands[2] : nullptr;
   DType dtype = ptr->type.dtype;
   bool is_scalar = ptr->type.is_scalar();
+  // A computed value is added where it lies (a dot's accumulator: no trip through shared
+  // memory), when each of its elements has one owner; the addresses are computed to match.
+  const ir::Value* value = op.operands[1];
   LinearLayout layout = is_scalar ? LinearLayout{} : default_layout(ptr->type.shape);
+  if (!is_scalar && !is_cas && !value->type.is_scalar() && value->def && !rematerializable(value) &&
+      owned_once(home(value).layout))
+    layout = home(value).layout;
   auto regs_of = [&](const ir::Value* v) {
     return is_scalar ? std::vector<llvm::Value*>{scalar(v)} : in_layout(v, layout);
   };

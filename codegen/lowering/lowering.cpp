@@ -261,6 +261,7 @@ llvm::Value* Lowering::shared_block() {
 }
 
 llvm::Value* Lowering::shared_base() {
+  complete_scratch_readers();
   return scratch_offset ? b.CreateConstGEP1_64(b.getInt8Ty(), shared_block(), static_cast<uint64_t>(scratch_offset))
                         : shared_block();
 }

@@ -120,7 +120,7 @@ class Lowering {
   // Shared memory: scratch space that each lowering that needs it uses between two barriers
   // (reused), above the buffers of the loop pipelines that are live (scratch_offset).
   llvm::Value* shared_block();                // the CTA's shared memory: i8 pointer in address space 3
-  llvm::Value* shared_base();                 // the scratch space
+  llvm::Value* shared_base();                 // the scratch space, once no running wgmma reads it
   void reserve_shared(int64_t bytes);         // scratch bytes a lowering needs
   int64_t scratch_offset = 0;
   // Dot operands a loop pipeline has copied into shared memory (codegen/lowering/
@@ -255,10 +255,15 @@ class Lowering {
   // land before the first op that uses one, which waits for that group and every older one;
   // control flow and the end of a block wait for all (lower_dot_wgmma.cpp says when a dot may).
   std::vector<const ir::Value*> running_wgmma_;
+  // The running groups that read an operand tile in the scratch space: the scratch space is
+  // not handed out again (shared_base) until they complete.
+  std::set<const ir::Value*> scratch_readers_;
+  void complete_scratch_readers();
   // Waits for the youngest running group whose result `op` reads, and so for the older ones.
   void complete_wgmma_read_by(const ir::Op& op);
   // Whether `op` is a wgmma dot accumulating into a running group's result, of the same
-  // instruction (shape and types), that nothing else reads: it need not wait for it.
+  // instruction (shape and types), that nothing else reads and that reads no scratch tile: it
+  // need not wait for it.
   bool chains_running_accumulator(const ir::Op& op) const;
   // Waits for the running groups up to the one at `index` of running_wgmma_.
   void complete_wgmma(size_t index);

@@ -71,6 +71,10 @@ NamedArguments dkdv_arguments(const AttentionProblem& p, const KernelConfig& con
   if (!p.q_seqlens) blocked.push_back("dout");
   NamedArguments args = backward_arguments(p, buffers, LoopBlocks{blocked, config.block_m, &config, &device});
   add_outputs(args, {{"dk", &buffers.dk}, {"dv", &buffers.dv}});
+  if (config.fuse_dq) {
+    if (!buffers.dq_sum) fail("attention_backward: the fused dk / dv config has no dq_sum workspace");
+    add_outputs(args, {{"dq_sum", &*buffers.dq_sum}});
+  }
   return args;
 }
 
@@ -78,6 +82,15 @@ NamedArguments dq_arguments(const AttentionProblem& p, const KernelConfig& confi
                             const BackwardBuffers& buffers) {
   NamedArguments args = backward_arguments(p, buffers, LoopBlocks{{"k", "v"}, config.block_n, &config, &device});
   add_outputs(args, {{"dq", &buffers.dq}});
+  return args;
+}
+
+NamedArguments dq_from_sum_arguments(const AttentionProblem& p, const BackwardBuffers& buffers) {
+  NamedArguments args;
+  args.add("dq_sum", *buffers.dq_sum);
+  args.add("dq", buffers.dq);
+  args.add("elements", buffers.dq.numel());
+  args.add("scale", p.scale);
   return args;
 }
 
@@ -106,7 +119,9 @@ BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, c
 
 BackwardLaunch dkdv_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                            const DeviceInfo& device) {
-  return backward_launch(p, dkdv_arguments(p, config, device, buffers), "attention_backward_dkdv", dkdv_kernel, config,
+  // The kernel that sums dq takes a parameter more: a kernel of its own, under its own name.
+  return backward_launch(p, dkdv_arguments(p, config, device, buffers),
+                         config.fuse_dq ? "attention_backward_dkdv_dq" : "attention_backward_dkdv", dkdv_kernel, config,
                          p.kv_len, config.block_n, p.batch * p.kv_heads);
 }
 
@@ -114,6 +129,16 @@ BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, 
                          const DeviceInfo& device) {
   return backward_launch(p, dq_arguments(p, config, device, buffers), "attention_backward_dq", dq_kernel, config,
                          p.q_len, config.block_m, p.batch * p.heads);
+}
+
+// dq from its sums, when dk / dv sums it (fuse_dq): one program per kElementsPerProgram elements.
+constexpr int64_t kElementsPerProgram = 1024;
+BackwardLaunch dq_from_sum_launch(const AttentionProblem& p, const BackwardBuffers& buffers) {
+  NamedArguments args = dq_from_sum_arguments(p, buffers);
+  const JitKernel& kernel = op_kernel(fmt::format("attention_backward_dq_from_sum/{}", dtype_name(p.dtype)),
+                                      [&] { return dq_from_sum_kernel(p.dtype, args.params()); });
+  return {std::move(args), kernel.with({{"BLOCK", kElementsPerProgram}}),
+          program_count("attention_backward", (buffers.dq.numel() + kElementsPerProgram - 1) / kElementsPerProgram, 1)};
 }
 
 BackwardLaunch rows_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
@@ -138,7 +163,10 @@ KernelReport prepare_backward_rows(const AttentionProblem& p, const KernelConfig
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                  Stream& stream) {
   if (p.batch * p.heads > 0) {
+    if (config.fuse_dq && buffers.dq_sum)
+      stream.device().memset_async(buffers.dq_sum->data(), 0, static_cast<size_t>(buffers.dq_sum->bytes()), stream);
     dkdv_launch(p, config, buffers, stream.device().info()).run(stream);
+    if (config.fuse_dq && p.q_len > 0) dq_from_sum_launch(p, buffers).run(stream);
     return;
   }
   // No query head reads k and v (N = 0 beside K >= 1 kv heads): their gradients are zero.
@@ -152,7 +180,12 @@ void launch_dq(const AttentionProblem& p, const KernelConfig& config, const Back
 
 KernelReport prepare_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                           Device& device) {
-  return dkdv_launch(p, config, buffers, device.info()).prepare(device);
+  KernelReport report = dkdv_launch(p, config, buffers, device.info()).prepare(device);
+  if (config.fuse_dq) {
+    KernelReport sums = dq_from_sum_launch(p, buffers).prepare(device);
+    report.cache_entries.insert(report.cache_entries.end(), sums.cache_entries.begin(), sums.cache_entries.end());
+  }
+  return report;
 }
 
 KernelReport prepare_dq(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
@@ -162,7 +195,7 @@ KernelReport prepare_dq(const AttentionProblem& p, const KernelConfig& config, c
 
 BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, const SequenceStrides& out_strides,
                                  const Tensor& dout, const SequenceStrides& dout_strides, const Tensor& lse,
-                                 Stream& stream) {
+                                 Stream& stream, bool sums_dq) {
   Device& device = stream.device();
   auto rows = [&] { return Tensor::scratch(stream, DType::f32, p.logsumexp_shape()); };
   return {out,
@@ -176,14 +209,15 @@ BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, c
           Tensor::scratch(stream, DType::i32, {p.batch, p.heads}),
           Tensor::empty(device, p.dtype, p.q_shape()),
           Tensor::empty(device, p.dtype, p.kv_shape()),
-          Tensor::empty(device, p.dtype, p.kv_shape())};
+          Tensor::empty(device, p.dtype, p.kv_shape()),
+          sums_dq ? std::optional<Tensor>(Tensor::scratch(stream, DType::f32, p.q_shape())) : std::nullopt};
 }
 
 void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
                      Stream& stream) {
   launch_backward_rows(p, configs.preprocess, buffers, stream);
   launch_dkdv(p, configs.dkdv, buffers, stream);
-  launch_dq(p, configs.dq, buffers, stream);
+  if (!configs.dkdv.fuse_dq) launch_dq(p, configs.dq, buffers, stream);
 }
 
 }  // namespace attention_detail
@@ -202,8 +236,10 @@ AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Te
   args.contiguous("logsumexp", logsumexp);
 
   Stream& s = args.stream_for("q", q, stream);
-  BackwardBuffers buffers = backward_buffers(p, out, out_strides, dout, dout_strides, logsumexp, s);
-  launch_backward(p, backward_call_configs(p, s.device()), buffers, s);
+  AttentionConfigs configs = backward_call_configs(p, s.device());
+  if (options.deterministic) configs.dkdv.fuse_dq = false;
+  BackwardBuffers buffers = backward_buffers(p, out, out_strides, dout, dout_strides, logsumexp, s, configs.dkdv.fuse_dq);
+  launch_backward(p, configs, buffers, s);
   return {buffers.dq, buffers.dk, buffers.dv};
 }
 

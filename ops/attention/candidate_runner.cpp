@@ -52,7 +52,8 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
       Stream& s = device.default_stream();
       launch_forward(*problem_, heuristic_.forward, out, &lse, s);
       SequenceStrides contiguous = contiguous_sequence_strides(problem_->q_shape());
-      buffers_.emplace(backward_buffers(*problem_, out, contiguous, *dout, contiguous, lse, s));
+      buffers_.emplace(
+          backward_buffers(*problem_, out, contiguous, *dout, contiguous, lse, s, kernel == TunedKernel::dkdv));
       launch_backward_rows(*problem_, heuristic_.preprocess, *buffers_, s);
       s.synchronize();
       backward_reference_.emplace(host);
@@ -90,7 +91,12 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
     auto launch = [&](Stream& s) {
       switch (kernel_) {
         case TunedKernel::forward: return launch_forward(*problem_, c, *out_, &*lse_, s);
-        case TunedKernel::dkdv: return launch_dkdv(*problem_, c, *buffers_, s);
+        case TunedKernel::dkdv:
+          // What a call runs for all three gradients: a dk / dv config that does not sum dq
+          // leaves it to the dq kernel (at its heuristic config).
+          launch_dkdv(*problem_, c, *buffers_, s);
+          if (!c.fuse_dq) launch_dq(*problem_, heuristic_.dq, *buffers_, s);
+          return;
         case TunedKernel::dq: return launch_dq(*problem_, c, *buffers_, s);
       }
     };
@@ -107,7 +113,7 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
   std::vector<Tensor*> outputs() {
     switch (kernel_) {
       case TunedKernel::forward: return {&*out_, &*lse_};
-      case TunedKernel::dkdv: return {&buffers_->dk, &buffers_->dv};
+      case TunedKernel::dkdv: return {&buffers_->dk, &buffers_->dv, &buffers_->dq};
       case TunedKernel::dq: return {&buffers_->dq};
     }
     return {};
@@ -116,8 +122,12 @@ class AttentionCandidateRunner final : public autotune::CandidateRunner {
   ErrorTally check() const {
     switch (kernel_) {
       case TunedKernel::forward: return forward_reference_->check(download_values(*out_), download_values(*lse_));
-      case TunedKernel::dkdv:
-        return backward_reference_->check_dkdv(download_values(buffers_->dk), download_values(buffers_->dv));
+      case TunedKernel::dkdv: {
+        ErrorTally tally =
+            backward_reference_->check_dkdv(download_values(buffers_->dk), download_values(buffers_->dv));
+        tally.merge(backward_reference_->check_dq(download_values(buffers_->dq)));
+        return tally;
+      }
       case TunedKernel::dq: return backward_reference_->check_dq(download_values(buffers_->dq));
     }
     return {};

@@ -39,6 +39,11 @@ struct KernelConfig {
   // issuing their products (pingpong, codegen/lowering/loop_pipeline.h): with OVERLAP, one
   // warpgroup's products run while the other's softmax does.
   bool pingpong = false;
+  // dk / dv only: whether its program also sums each block's share of dq, ds^T · k, into an f32
+  // workspace by atomic adds, which a last kernel scales and casts (dkdv_kernel.cpp): five
+  // products per (query, key) block instead of seven with the dq kernel, at the price of the
+  // atomics and of a result whose rounding depends on the order they land in.
+  bool fuse_dq = false;
   // HEAD_CHUNK for head dim `head_dim`: no wider than the padded head dim.
   int64_t head_chunk_for(int64_t head_dim) const;
   // The kernel constants for head dim `head_dim`.

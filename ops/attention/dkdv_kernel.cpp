@@ -10,6 +10,16 @@
 //
 // Summing the group's heads in one program makes GQA / MQA deterministic without atomics.
 //
+// Given an f32 workspace dq_sum (the fused config, KernelConfig::fuse_dq), the program also
+// adds each block's share of dq into it by atomic adds, transposed so that the product has
+// the head dim as its rows (a whole warpgroup's 64 and more, where the queries of a step may
+// be as few as 16):
+//
+//   dq^T += k^T · ds^T                                  (H, BLOCK_M)
+//
+// Every (query, key) pair with a gradient lies in a block some program visits. The logits then
+// keep their key bound without block skipping too: keys past S would mix into dq.
+//
 // Skipping blocks exactly. A masked logit passes no gradient, so dk only needs the query
 // blocks that can keep one of the program's keys (the query range of the band and lengths).
 // dv also receives p^T · dout at masked logits, which is exactly 0 unless a row's
@@ -19,9 +29,10 @@
 //
 // Without skipping, the logits take no bounds: queries t >= T weigh 0 (their row_base is
 // +inf), and keys s >= S give rows of dk and dv that are never stored (no product mixes rows
-// of keys).
+// of keys but dq's).
 #include "ops/attention/backward_kernels.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "ops/attention/kernel_tiles.h"
@@ -31,8 +42,11 @@ namespace tilejit::ops::attention_detail {
 using namespace tilejit::dsl;
 
 Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
+  const bool sums_dq =
+      std::any_of(params.begin(), params.end(), [](const ir::Param& p) { return p.name == "dq_sum"; });
   return define_attention_kernel(
-      "attention_backward_dkdv", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
+      sums_dq ? "attention_backward_dkdv_dq" : "attention_backward_dkdv", dtype, std::move(params),
+      [sums_dq](AttentionTiles& a, int64_t bm, int64_t bn) {
 
         Tile pid = program_id(0);
         Tile key_blocks = cdiv(a.S, bn);
@@ -63,13 +77,16 @@ Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
               Tile p = stats.weights(logits);                                        // (BLOCK_N, BLOCK_M)
               Chunks dv = a.dot_rows(p, dout, Chunks(carried.begin() + chunks, carried.end()));  // (BLOCK_N, H)
               Tile ds = stats.logit_gradients(logits, p, dp ? *dp : a.dot_heads(v, dout));  // (BLOCK_N, BLOCK_M)
+              // dq's shares are issued before dk's product, which runs on while they are added.
+              Chunks dq_shares = sums_dq ? a.dot_transposed(k, ds) : Chunks{};  // (H, BLOCK_M)
               Chunks dk = a.dot_rows(ds, q, Chunks(carried.begin(), carried.begin() + chunks));  // (BLOCK_N, H)
+              if (sums_dq) a.add_to_rows("dq_sum", a.operand_base("dq_sum", head), rows, a.T, dq_shares);
               dk.insert(dk.end(), dv.begin(), dv.end());
               return dk;
             };
           };
           if (!a.skips_blocks())
-            return for_range(0, block_count, 1, std::move(grads), step_with({.queries = false, .keys = false}));
+            return for_range(0, block_count, 1, std::move(grads), step_with({.queries = false, .keys = sums_dq}));
           BlockBody step = step_with({});
           Tile close_rows = load(a.in["close_rows"] + (a.b * a.N + head)) > 0;
           return for_blocks_then_rest(a.query_blocks(s0, bn, bm), block_count, std::move(grads),

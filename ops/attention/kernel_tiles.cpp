@@ -62,12 +62,13 @@ Tile AttentionTiles::operand_base(const std::string& name, const Tile& head_inde
 }
 
 std::pair<Tile, Tile> AttentionTiles::chunk_access(const std::string& name, const Tile& base, const Tile& rows,
-                                                   const Tile& limit, int64_t i) const {
+                                                   const Tile& limit, int64_t i, bool transposed) const {
   const int64_t first = i * chunk;
-  Tile cols = arange(first, first + chunk);                                                  // (HEAD_CHUNK)
-  Tile ptrs = base + expand_dims(wide(rows) * in[name + "_seq"], 1) + expand_dims(cols, 0);  // (R, HEAD_CHUNK)
-  Tile mask = expand_dims(rows < limit, 1);
-  if (first + chunk > head_dim) mask = mask && expand_dims(cols < head_dim, 0);
+  const int row_axis = transposed ? 0 : 1, col_axis = 1 - row_axis;
+  Tile cols = arange(first, first + chunk);  // (HEAD_CHUNK)
+  Tile ptrs = base + expand_dims(wide(rows) * in[name + "_seq"], row_axis) + expand_dims(cols, col_axis);
+  Tile mask = expand_dims(rows < limit, row_axis);
+  if (first + chunk > head_dim) mask = mask && expand_dims(cols < head_dim, col_axis);
   return {ptrs, mask};
 }
 
@@ -98,6 +99,14 @@ void AttentionTiles::store_rows(const std::string& name, const Tile& base, const
   for (int64_t i = 0; i < chunks; ++i) {
     auto [ptrs, mask] = chunk_access(name, base, rows, limit, i);
     store(ptrs, cast(value[static_cast<size_t>(i)], base.dtype()), mask);
+  }
+}
+
+void AttentionTiles::add_to_rows(const std::string& name, const Tile& base, const Tile& rows, const Tile& limit,
+                                 const Chunks& value) const {
+  for (int64_t i = 0; i < chunks; ++i) {
+    auto [ptrs, mask] = chunk_access(name, base, rows, limit, i, true);
+    atomic_add(ptrs, value[static_cast<size_t>(i)], mask);
   }
 }
 
@@ -196,6 +205,13 @@ Tile AttentionTiles::dot_heads(const Chunks& a, const Chunks& b_) const {
 Chunks AttentionTiles::dot_rows(const Tile& p, const Chunks& v, const Chunks& acc) const {
   Chunks out;
   for (size_t i = 0; i < v.size(); ++i) out.push_back(tensor_core_dot(dtype, p, v[i], acc[i]));
+  return out;
+}
+
+Chunks AttentionTiles::dot_transposed(const Chunks& k, const Tile& p) const {
+  Chunks out;
+  for (const Tile& chunk : k)
+    out.push_back(tensor_core_dot(dtype, trans(chunk), cast(p, dtype), zeros({chunk.shape()[1], p.shape()[1]}, DType::f32)));
   return out;
 }
 

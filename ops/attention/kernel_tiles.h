@@ -92,6 +92,10 @@ class AttentionTiles {
   // Stores rows < `limit` of `value`, cast to the operand's dtype.
   void store_rows(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows, const dsl::Tile& limit,
                   const Chunks& value) const;
+  // Adds `value`, the transposes of rows `rows`' chunks ((HEAD_CHUNK, R) each), into the f32
+  // operand `name` at `base` by atomic adds, rows < `limit` and head dims < H.
+  void add_to_rows(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows, const dsl::Tile& limit,
+                   const Chunks& value) const;
   Chunks zero_rows(int64_t rows) const;  // f32 zeros (rows, H)
   // Element (b, n, 0) of a contiguous (B, N, T) f32 row statistic (logsumexp, delta, ...).
   dsl::Tile row_stat_base(const std::string& name, const dsl::Tile& n) const;
@@ -137,6 +141,8 @@ class AttentionTiles {
   dsl::Tile dot_heads(const Chunks& a, const Chunks& b) const;
   // p (R, X) · v (X, H) + acc (R, H).
   Chunks dot_rows(const dsl::Tile& p, const Chunks& v, const Chunks& acc) const;
+  // k (X, H)^T · p (X, C): (H, C), as (HEAD_CHUNK, C) chunks.
+  Chunks dot_transposed(const Chunks& k, const dsl::Tile& p) const;
 
  private:
   // The indices [lo, hi) within [0, limit) that some index of [first, end) reaches within
@@ -144,9 +150,9 @@ class AttentionTiles {
   std::pair<dsl::Tile, dsl::Tile> band_range(const dsl::Tile& first, const dsl::Tile& end, const char* below,
                                              const char* above, const dsl::Tile& limit) const;
   // The element pointers (R, HEAD_CHUNK) of chunk `i` of rows `rows`, and the mask of rows
-  // below `limit` and head dims below H.
+  // below `limit` and head dims below H; with `transposed`, both (HEAD_CHUNK, R).
   std::pair<dsl::Tile, dsl::Tile> chunk_access(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows,
-                                               const dsl::Tile& limit, int64_t i) const;
+                                               const dsl::Tile& limit, int64_t i, bool transposed = false) const;
 };
 
 // One block of the online softmax over rows of `logits` (X, Y): the running max m and sum l

@@ -2,6 +2,8 @@
 // (forward.cpp, backward.cpp) allocate and call these; the library runs time them alone.
 #pragma once
 
+#include <optional>
+
 #include "ops/attention/config.h"
 #include "ops/attention/problem.h"
 
@@ -20,17 +22,22 @@ struct BackwardBuffers {
   Tensor delta, row_base, row_offset;  // f32 (B, N, T) workspaces
   Tensor close_rows;                   // i32 (B, N): whether a head has rows near masked_logit
   Tensor dq, dk, dv;                   // contiguous outputs
+  // f32, dq's shape: the sums of dq for a dk / dv config that fuses them (fuse_dq).
+  std::optional<Tensor> dq_sum;
 };
 // The buffers of a backward pass of `p` beside the forward's results: the workspaces from
-// `stream`'s scratch space, the gradients allocated.
+// `stream`'s scratch space (dq_sum where `sums_dq`), the gradients allocated.
 BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, const SequenceStrides& out_strides,
                                  const Tensor& dout, const SequenceStrides& dout_strides, const Tensor& lse,
-                                 Stream& stream);
-// The three kernels in order: the row statistics (zeroing close_rows first), dk and dv, dq.
+                                 Stream& stream, bool sums_dq);
+// The kernels in order: the row statistics (zeroing close_rows first), dk and dv, dq (or, with
+// configs.dkdv.fuse_dq, dk, dv and dq's sums, then dq from them).
 void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
                      Stream& stream);
 // Each of them alone (dk / dv and dq read what the rows kernel wrote), and the builds their
-// launches run, with their compile reports.
+// launches run, with their compile reports. With config.fuse_dq, launch_dkdv gives dq too
+// (zeroing dq_sum first, then casting its sums into dq), and prepare_dkdv's report has the
+// cache entries of both its kernels.
 void launch_backward_rows(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                           Stream& stream);
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers, Stream& stream);

@@ -111,7 +111,8 @@ ExampleRun run_attention_backward(Device& device, const ExampleOptions& options)
   BackwardBuffers buffers =
       backward_buffers(problem, Tensor::empty(device, kDtype, problem.q_shape()),
                        contiguous_sequence_strides(problem.q_shape()), *run.tdout, problem.q,
-                       Tensor::empty(device, DType::f32, problem.logsumexp_shape()), device.default_stream());
+                       Tensor::empty(device, DType::f32, problem.logsumexp_shape()), device.default_stream(),
+                       configs.dkdv.fuse_dq);
   for (Tensor* t : {&buffers.dq, &buffers.dk, &buffers.dv}) t->fill_bytes(0xff);
   launch_forward(problem, forward_call_config(problem, device), buffers.out, &buffers.lse, device.default_stream());
 

@@ -28,20 +28,37 @@ int64_t step_rows(TunedKernel kernel, const Config& c) {
 
 // Live values per thread: the f32 accumulators of the program's rows (one for the forward and
 // dq, dk and dv for dk / dv), its resident operands (q; q and dout; k and v), packed two to a
-// register for 16-bit inputs, and the f32 (rows, step) tiles (the logits; p and dp in the
-// backward). Overlapping products keeps one more (rows, step) tile live: the forward's p of
-// the previous block (16-bit), the backward's dp while the softmax runs. The heuristic's
-// configs (config.h), which assemble without spills, all fit the space's bound.
-constexpr double kMostValuesPerThread = 224;  // the space's bound (space_of says where it comes from)
-
-double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c) {
+// register for 16-bit inputs, where they are held in registers, and the f32 (rows, step) tiles
+// (the logits; p and dp in the backward). Overlapping products keeps one more (rows, step) tile
+// live: the forward's p of the previous block (16-bit), the backward's dp while the softmax
+// runs; dk / dv summing dq (FUSE_DQ) one (H, step) tile of its shares. With wgmma (sm_90,
+// 16-bit inputs) the resident operands stay in shared memory.
+double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
+                         bool operands_in_registers) {
   const double share = spec.dtype == DType::f32 ? 1.0 : 0.5;
   const double rows = double(program_rows(kernel, c)), h = double(padded_head_dim(spec.head_dim));
+  const double step = double(step_rows(kernel, c));
   const double accumulators = kernel == TunedKernel::dkdv ? 2 : 1;
-  const double operands = kernel == TunedKernel::forward ? 1 : 2, tiles = kernel == TunedKernel::forward ? 1 : 2;
+  const double operands = !operands_in_registers ? 0 : kernel == TunedKernel::forward ? 1 : 2;
+  const double tiles = kernel == TunedKernel::forward ? 1 : 2;
   const double overlapped = c["OVERLAP"] == 0 ? 0 : kernel == TunedKernel::forward ? share : 1;
-  return (rows * h * (accumulators + operands * share) + (tiles + overlapped) * rows * double(step_rows(kernel, c))) /
+  const double dq_shares = c.has("FUSE_DQ") && c["FUSE_DQ"] != 0 ? h * step : 0;
+  return (rows * h * (accumulators + operands * share) + (tiles + overlapped) * rows * step + dq_shares) /
          (32.0 * double(c["num_warps"]));
+}
+
+// The space's bound on live values per thread, counted as they are on the GPU that holds the
+// fewest (the operands of 16-bit inputs in shared memory, as wgmma reads them); the cost model
+// charges a GPU whose registers hold fewer for its spills. On sm_90a, ptxas assembles 16-bit
+// configs of up to about kWgmmaRegisterValues without spills (dk / dv at head dim 128: 128 keys
+// by 32 queries, overlapped, count 176 and take 227 registers; dq's 128 queries by 64 keys and
+// the forward's 128 by 128 count 160 and take 255 and 243), and up to the bound with a few
+// (dk / dv by 64 queries, 224: 44 bytes).
+constexpr double kMostValuesPerThread = 224;
+constexpr double kWgmmaRegisterValues = 176;
+
+bool operands_in_registers(const AttentionTuningSpec& spec, const DeviceInfo& device) {
+  return spec.dtype == DType::f32 || device.cc_major != 9;
 }
 
 // Whether the space offers a producer warpgroup (warp_specialize): for the forward and dq with
@@ -60,14 +77,11 @@ bool offers_pingpong(TunedKernel kernel, const AttentionTuningSpec& spec) {
 
 // Blocks of 16 to 128 rows either way, head-dim chunks up to the padded head dim, one or two
 // pipeline stages (16-bit inputs), products overlapped or not (with two stages), a producer
-// warpgroup or not (where offered, with two stages and whole warpgroups), and for the forward
-// consumer warpgroups that take turns or not; at most 224
-// live values per thread. Where the bound comes from: with mma.sync (sm_80) about 128 fit in
-// registers, and the cost model charges the spills of more; wgmma (sm_90a) reads its operands
-// from shared memory, and ptxas assembles its defaults (config.cpp) without spills up to 216
-// by this count (dk / dv at head dim 128: 128 keys by 16 queries, overlapped). The cost model
-// cannot tell the stages or the overlap apart, so a tile's variants come next to each other
-// in its ranking and the GPU's timing decides.
+// warpgroup or not (where offered, with two stages and whole warpgroups), for the forward
+// consumer warpgroups that take turns or not, for dk / dv summing dq or leaving it to the dq
+// kernel; at most kMostValuesPerThread live values per thread. The cost model cannot tell the
+// stages or the overlap apart, so a tile's variants come next to each other in its ranking and
+// the GPU's timing decides.
 autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& spec) {
   autotune::ConfigSpace space;
   space.add("BLOCK_M", {16, 32, 64, 128}).add("BLOCK_N", {16, 32, 64, 128}).add("num_warps", {4, 8});
@@ -84,6 +98,7 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
                     return c["warp_specialize"] == 0 || (c["num_stages"] == 2 && c["num_warps"] % 4 == 0);
                   });
   }
+  if (kernel == TunedKernel::dkdv) space.add("FUSE_DQ", {0, 1});
   if (offers_pingpong(kernel, spec)) {
     space.add("pingpong", {0, 1});
     // Each warpgroup owns 64 whole rows: inside a turn nothing moves through shared memory.
@@ -98,7 +113,7 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
                 [padded](const Config& c, const ProblemShape&) { return c["HEAD_CHUNK"] <= padded; });
   space.require(fmt::format("at most {} live values per thread", kMostValuesPerThread),
                 [kernel, spec](const Config& c, const ProblemShape&) {
-                  return values_per_thread(kernel, spec, c) <= kMostValuesPerThread;
+                  return values_per_thread(kernel, spec, c, spec.dtype == DType::f32) <= kMostValuesPerThread;
                 });
   return space;
 }
@@ -110,11 +125,9 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
 // and multiplies with them on tensor cores: twice in the forward (q k^T, p v), three times for
 // dq (and dp = dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q). It waits once per block
 // it steps over and once more per head-dim chunk (whose products are issued apart), so of two
-// tilings the one with fewer blocks and chunks comes first. Where the kernels take wgmma (sm_90,
-// 16-bit inputs), the operands stay in shared memory and the space's whole bound of live values
-// fits in registers (the heuristic's dk / dv at head dim 128 count 216, and 128 queries by 128
-// keys in the forward 192, which ptxas assembles in 243 registers without spills); with mma.sync
-// about 128 do.
+// tilings the one with fewer blocks and chunks comes first. Its live values are counted as they
+// lie on `device` (values_per_thread); with wgmma about kWgmmaRegisterValues fit in registers,
+// with mma.sync about 128.
 autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
                              const ProblemShape& s, const DeviceInfo& device) {
   const int64_t rows = program_rows(kernel, c), step = step_rows(kernel, c), h = padded_head_dim(spec.head_dim);
@@ -123,19 +136,24 @@ autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec
   const int64_t programs = cdiv(by_keys ? s["S"] : s["T"], rows) * heads;
   const double kept = spec.causal ? 0.5 : 1.0, bytes = dtype_storage_bytes(spec.dtype);
   const double others = double(cdiv(by_keys ? s["T"] : s["S"], step) * step) * kept * double(by_keys ? s["G"] : 1);
-  const double products = kernel == TunedKernel::forward ? 2 : kernel == TunedKernel::dq ? 3 : 4;
+  // dk / dv's candidates give dq too: by a fifth product and atomic adds of its shares into
+  // f32 sums (FUSE_DQ), or by the dq kernel's three products, which are counted here.
+  const bool sums_dq = kernel == TunedKernel::dkdv && c["FUSE_DQ"] != 0;
+  const double products = kernel == TunedKernel::forward ? 2 : kernel == TunedKernel::dq ? 3 : sums_dq ? 5 : 7;
   const double own_bytes = bytes * 2.0 * double(s["BN"] * (by_keys ? s["S"] : s["T"]) * h);
   const double other_rows = double(by_keys ? s["BN"] * s["T"] : s["BN"] / s["G"] * s["S"]) * kept;
   // A producer warpgroup adds its four warps to the launch.
   const int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
+  // Each program adds its share of dq for every query it visits: 4 bytes an add.
+  const double dq_sums = sums_dq ? 4.0 * double(programs * h) * others : 0;
   autotune::LaunchWork work{programs,
                             warps,
                             2.0 * products * double(programs * rows * h) * others,
-                            bytes * other_rows * double(2 * h) + own_bytes,
-                            values_per_thread(kernel, spec, c)};
+                            bytes * other_rows * double(2 * h) + own_bytes + dq_sums,
+                            values_per_thread(kernel, spec, c, operands_in_registers(spec, device))};
   if (spec.dtype != DType::f32) {  // f32 runs tf32x3 (three products per one) through registers
     work.tensor_flops = work.flops;
-    if (device.cc_major == 9) work.register_values = kMostValuesPerThread;
+    if (device.cc_major == 9) work.register_values = kWgmmaRegisterValues;
   }
   const int64_t chunks = cdiv(h, std::min(c["HEAD_CHUNK"], h));
   work.waits_per_program = int64_t(others / double(step)) * (1 + chunks);
@@ -153,6 +171,7 @@ Config tuned_values(TunedKernel kernel, const AttentionTuningSpec& spec, const K
                  {"OVERLAP", c.overlap ? 1 : 0}}};
   if (offers_producer(kernel, spec)) values.values.emplace_back("warp_specialize", c.warp_specialize ? 1 : 0);
   if (offers_pingpong(kernel, spec)) values.values.emplace_back("pingpong", c.pingpong ? 1 : 0);
+  if (kernel == TunedKernel::dkdv) values.values.emplace_back("FUSE_DQ", c.fuse_dq ? 1 : 0);
   return values;
 }
 
@@ -251,6 +270,7 @@ KernelConfig kernel_config_of(const Config& config) {
   c.overlap = config["OVERLAP"] != 0;
   c.warp_specialize = config.has("warp_specialize") && config["warp_specialize"] != 0;
   c.pingpong = config.has("pingpong") && config["pingpong"] != 0;
+  c.fuse_dq = config.has("FUSE_DQ") && config["FUSE_DQ"] != 0;
   return c;
 }
 

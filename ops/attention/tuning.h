@@ -40,11 +40,14 @@ struct AttentionTuningSpec {
 
 // The tuned kernels: the forward, and the backward pass's dk / dv and dq kernels (each tuned
 // alone, the others at their heuristic configs; the backward's row statistics keep theirs).
+// dk / dv's candidates are timed with what gives dq beside them: their own sums of it
+// (FUSE_DQ), or the dq kernel.
 enum class TunedKernel { forward, dkdv, dq };
 
 // The tunable kernel for `spec`, made once per spec and kernel for the process; its dims are
-// BN, G, T and S; its constants BLOCK_M, BLOCK_N, num_warps, HEAD_CHUNK, num_stages, OVERLAP
-// and, for the forward and dq with 16-bit inputs, warp_specialize (the forward's also pingpong).
+// BN, G, T and S; its constants BLOCK_M, BLOCK_N, num_warps, HEAD_CHUNK, num_stages, OVERLAP,
+// for the forward and dq with 16-bit inputs warp_specialize (the forward's also pingpong), and
+// for dk / dv FUSE_DQ.
 const autotune::TunableKernel& attention_tunable(const AttentionTuningSpec& spec,
                                                  TunedKernel kernel = TunedKernel::forward);
 

@@ -499,6 +499,41 @@ TEST(Attention, KeyLengthsAroundTheKeyBlock) {
       }
 }
 
+// dk / dv summing dq (fuse_dq): its program adds each block's k^T · ds^T into f32 sums by
+// atomic adds and a last kernel casts them, in place of the dq kernel. Without block skipping
+// (a bias of -300, S past the last whole key block, where the keys past S must not reach dq),
+// with it (causal, GQA, key lengths, a batch whose rows keep nothing), and with bias, mask and
+// query lengths; bf16 and f32, sm_90a (wgmma for the head dim of 64 in one chunk) and sm_80.
+TEST(Attention, DqSummedByDkDv) {
+  for (const char* device : {"emu:sm_90a", "emu:sm_80"})
+    for (DType d : {DType::bf16, DType::f32})
+      for (int64_t chunk : {32, 64}) {
+        SCOPED_TRACE(fmt::format("{} {} HEAD_CHUNK={}", device, tilejit::dtype_name(d), chunk));
+        const bool overlap = d != DType::f32;
+        KernelConfig queries{32, 16, 4, chunk, 2, overlap}, keys{16, 64, 4, chunk, 2, overlap};
+        keys.fuse_dq = true;
+        AttentionCase c;
+        c.device = device, c.dtype = d;
+        c.configs = AttentionConfigs{queries, queries, keys, queries};
+        c.B = 1, c.T = 40, c.S = 70, c.N = 2, c.K = 1, c.H = 64;
+        c.bias_shape = {1, 1, 1, 1}, c.bias_value = -300.0L;
+        std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+        EXPECT_TRUE(std::any_of(ptx.begin(), ptx.end(), [](const std::string& text) {
+          return text.find(".entry attention_backward_dkdv_dq(") != std::string::npos;
+        }));
+
+        c.bias_shape = {}, c.bias_value.reset();
+        c.B = 2, c.N = 4, c.K = 2;
+        c.causal = true, c.bottom_right = true;  // rows t < 30 of batch 0 keep nothing
+        c.kv_lens = {70, 0};
+        check_attention_case(c);
+        c.causal = false, c.bottom_right = false, c.kv_lens = {};
+        c.q_lens = {40, 23};
+        c.bias_shape = {2, 1, 40, 70}, c.mask_shape = {1, 4, 40, 70};
+        check_attention_case(c);
+      }
+}
+
 // Rows with no kept key in bf16 and f32: logsumexp is masked_logit + log(S), which f32
 // rounds to masked_logit; the weights must still be 1 / S.
 TEST(Attention, FullyMaskedRows) {

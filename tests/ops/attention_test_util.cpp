@@ -229,6 +229,7 @@ AttentionOptions case_options(const AttentionCase& c, const AttentionInputs& in,
   }
   if (in.mask) o.mask = upload(*in.mask, c.mask_shape, device);
   o.return_logsumexp = true;
+  o.deterministic = c.deterministic;
   return o;
 }
 
@@ -259,7 +260,9 @@ Results run_launches(const AttentionCase& c, const Tensor& q, const Tensor& k, c
                           poisoned(DType::i32, {p.batch, p.heads}, device),
                           poisoned(c.dtype, p.q_shape(), device),
                           poisoned(c.dtype, p.kv_shape(), device),
-                          poisoned(c.dtype, p.kv_shape(), device)};
+                          poisoned(c.dtype, p.kv_shape(), device),
+                          configs.dkdv.fuse_dq ? std::optional<Tensor>(poisoned(DType::f32, p.q_shape(), device))
+                                               : std::nullopt};
   launch_backward(p, configs, buffers, stream);
   r.grads = AttentionGradients{buffers.dq, buffers.dk, buffers.dv};
   return r;

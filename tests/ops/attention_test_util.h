@@ -56,6 +56,7 @@ struct AttentionCase {
   std::function<LD(int64_t t, int64_t s)> bias_at;
   bool backward = true;
   bool public_api = false;  // through attention() / attention_backward() instead of the launches
+  bool deterministic = false;  // AttentionOptions::deterministic
   std::string device = "emu";
   // The kernels' blocks; unset: the op's heuristic (small blocks reach the multi-block paths,
   // skipping included, on small problems).

@@ -165,7 +165,8 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   const at::ProblemShape other{{{"BN", 1}, {"G", 1}, {"T", 24}, {"S", 24}}};
   const std::map<ad::TunedKernel, at::Config> stored = {
       {ad::TunedKernel::dkdv,
-       at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}, {"num_stages", 2}, {"OVERLAP", 1}}}},
+       at::Config{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 32}, {"num_stages", 2}, {"OVERLAP", 1},
+                   {"FUSE_DQ", 0}}}},
       {ad::TunedKernel::dq,
        at::Config{{{"BLOCK_M", 32}, {"BLOCK_N", 16}, {"num_warps", 4}, {"HEAD_CHUNK", 16}, {"num_stages", 1}, {"OVERLAP", 0},
                    {"warp_specialize", 0}}}}};
@@ -180,6 +181,31 @@ TEST(AttentionTuning, TheBackwardKernelsAreTunedAloneAndServeTheBackwardPass) {
   EXPECT_EQ(constants(served.dkdv, 64), constants(ad::kernel_config_of(stored.at(ad::TunedKernel::dkdv)), 64));
   EXPECT_EQ(constants(served.dq, 64), constants(ad::kernel_config_of(stored.at(ad::TunedKernel::dq)), 64));
   check_attention_case(small);
+}
+
+// A tuned dk / dv config that sums dq (FUSE_DQ) serves the backward pass in place of the dq
+// kernel, but not a call that asks for deterministic results: that one runs the dq kernel.
+TEST(AttentionTuning, ACallThatAsksForDeterminismDoesNotSumDqByAtomics) {
+  Device& device = Device::by_name(kDevice);
+  const ad::AttentionTuningSpec spec{DType::bf16, 64, false};
+  const at::ProblemShape shape{{{"BN", 2}, {"G", 1}, {"T", 40}, {"S", 48}}};
+  const at::TunableKernel& op = ad::attention_tunable(spec, ad::TunedKernel::dkdv);
+  const at::Config fused{{{"BLOCK_M", 16}, {"BLOCK_N", 32}, {"num_warps", 4}, {"HEAD_CHUNK", 64}, {"num_stages", 2},
+                          {"OVERLAP", 1}, {"FUSE_DQ", 1}}};
+  ASSERT_FALSE(op.space.violated(fused, shape).has_value());
+  at::TuningDatabase::global().offer_best(at::TuningKey::of(op, shape, device.info()), {fused, 1e-6, shape, 0, {}});
+  AttentionCase c = forward_case(DType::bf16, 2, 40, 48, 64, false);
+  c.backward = true;
+  auto fused_kernel_built = [&] {
+    std::vector<std::string> ptx = tilejit::testing_util::ptx_built_by([&] { check_attention_case(c); });
+    return std::any_of(ptx.begin(), ptx.end(), [](const std::string& text) {
+      return text.find(".entry attention_backward_dkdv_dq(") != std::string::npos;
+    });
+  };
+  c.deterministic = true;
+  EXPECT_FALSE(fused_kernel_built());
+  c.deterministic = false;
+  EXPECT_TRUE(fused_kernel_built());
 }
 
 // Grouped-query attention is tuned as it runs (BN query heads over BN / G kv heads), and a

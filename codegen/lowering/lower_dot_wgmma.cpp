@@ -13,15 +13,16 @@
 // Each warpgroup issues, after a wgmma.fence, one wgmma.mma_async per (M, N) repeat and K
 // step and commits them as one group. In a loop whose pipeline lets the dot run on across
 // iterations (Lowering::dots_in_flight), it then waits only for the previous iteration's
-// group. Otherwise, when the group reads only tiles that stay put until the block ends (a
-// loop pipeline's ring slots, a loop's invariant tiles, A from registers), nothing waits
-// for it until an op uses its result: the ops in between (attention's softmax of one block
-// while the product with the previous block's probabilities runs) overlap it. Before that op
-// comes wgmma.wait_group N, N the groups committed since, which completes the older groups
-// too. A dot accumulating into a running group's result (attention's head-dim chunks) does
-// not wait for it: wgmma may accumulate into the registers of a running group of its shape,
-// and that group completes with the new one. A group that read scratch tiles stored for it is
-// waited for at once: the next lowering may overwrite them. LLVM has no intrinsic for
+// group. Otherwise nothing waits for it until an op uses its result: the ops in between
+// (attention's softmax of one block while the product with the previous block's
+// probabilities runs) overlap it. Before that op comes wgmma.wait_group N, N the groups
+// committed since, which completes the older groups too. A group that read tiles stored for
+// it into the scratch space also completes before the scratch space is handed out again
+// (Lowering::shared_base); the other tiles it may read stay put until the block ends (a loop
+// pipeline's ring slots, a loop's invariant tiles). A dot accumulating into a running group's
+// result (attention's head-dim chunks) does not wait for it, unless that group reads the
+// scratch space: wgmma may accumulate into the registers of a running group of its shape,
+// and that group completes with the new one. LLVM has no intrinsic for
 // wgmma.mma_async, so it is inline PTX; the wait is inline PTX too and takes every
 // accumulator register it completes as an in/out operand, so no use of the results can move
 // above it.

@@ -121,6 +121,9 @@ class Lowering {
   // (reused), above the buffers of the loop pipelines that are live (scratch_offset).
   llvm::Value* shared_block();                // the CTA's shared memory: i8 pointer in address space 3
   llvm::Value* shared_base();                 // the scratch space, once no running wgmma reads it
+  // Waits for the running wgmma groups that read the scratch space: before a branch one of
+  // whose paths takes it (the wait must be on every path).
+  void complete_scratch_readers();
   void reserve_shared(int64_t bytes);         // scratch bytes a lowering needs
   int64_t scratch_offset = 0;
   // Dot operands a loop pipeline has copied into shared memory (codegen/lowering/
@@ -258,7 +261,6 @@ class Lowering {
   // The running groups that read an operand tile in the scratch space: the scratch space is
   // not handed out again (shared_base) until they complete.
   std::set<const ir::Value*> scratch_readers_;
-  void complete_scratch_readers();
   // Waits for the youngest running group whose result `op` reads, and so for the older ones.
   void complete_wgmma_read_by(const ir::Op& op);
   // Whether `op` is a wgmma dot accumulating into a running group's result, of the same

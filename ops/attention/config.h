@@ -39,7 +39,7 @@ struct KernelConfig {
   // issuing their products (pingpong, codegen/lowering/loop_pipeline.h): with OVERLAP, one
   // warpgroup's products run while the other's softmax does.
   bool pingpong = false;
-  // dk / dv only: whether its program also sums each block's share of dq, ds^T · k, into an f32
+  // dk / dv only: whether its program also sums each block's share of dq, ds · k, into an f32
   // workspace by atomic adds, which a last kernel scales and casts (dkdv_kernel.cpp): five
   // products per (query, key) block instead of seven with the dq kernel, at the price of the
   // atomics and of a result whose rounding depends on the order they land in.

@@ -8,12 +8,13 @@
 //   dp^T = v · dout^T;  ds^T = p^T * (dp^T - delta), 0 where masked
 //   dk  += ds^T · q                                     (times scale at the end)
 //
-// Summing the group's heads in one program makes GQA / MQA deterministic without atomics.
+// Summing the group's heads in one program makes dk and dv deterministic for GQA / MQA
+// without atomics.
 //
 // Given an f32 workspace dq_sum (the fused config, KernelConfig::fuse_dq), the program also
 // adds each block's share of dq into it by atomic adds, transposed so that the product has
-// the head dim as its rows (a whole warpgroup's 64 and more, where the queries of a step may
-// be as few as 16):
+// the head dim as its rows (with HEAD_CHUNK 64 or more, a whole warpgroup's for wgmma, where
+// the queries of a step may be as few as 16):
 //
 //   dq^T += k^T · ds^T                                  (H, BLOCK_M)
 //

@@ -1,7 +1,8 @@
 // What the lowering does next to a tensor-core dot, run on the emulator: on sm_90a a wgmma
 // whose operand was stored into the scratch space (a B computed in registers) runs on until
 // its result is used, and the next lowering that takes the scratch space waits for it first
-// (the emulator reports an operand overwritten while its group runs); an atomic add of a
+// (the emulator reports an operand overwritten while its group runs), before the branch when
+// only one path takes it; an atomic add of a
 // dot's accumulator adds each element from the registers that hold it, with no trip through
 // shared memory. Small integer operands: every result is exact.
 #include <gtest/gtest.h>
@@ -86,6 +87,39 @@ TEST(DotNeighbours, AWgmmaReadingTheScratchSpaceRunsOnUntilTheSpaceIsTakenAgain)
   const size_t wait = running.find("wgmma.wait_group");
   ASSERT_NE(wait, std::string::npos);
   EXPECT_NE(running.substr(0, wait).find("ld.global"), std::string::npos) << "the dot waited at once";
+}
+
+// A block read through a descriptor at a column not proven a whole number of 16 bytes takes TMA
+// (and the scratch space) or global loads, as a run-time test says: a running group reading the
+// scratch space completes before that branch, on both paths. Columns 8 (TMA) and 3.
+TEST(DotNeighbours, ABranchThatMayTakeTheScratchSpaceWaitsForItsReadersBeforeIt) {
+  TJ_SEEDED_RNG(rng);
+  static tilejit::JitKernel k(define_kernel(
+      "scratch_reader_before_a_branch", {"a", "b", "src", "copy", "out", "column"}, {},
+      [](const Constants&, Ptr<DType::bf16> a, Ptr<DType::f32> b, TensorDesc<DType::bf16> src, Ptr<DType::bf16> copy,
+         Ptr<DType::f32> out, Scalar<DType::i32> column) {
+        Tile computed_b = cast(load(b + matrix_offsets(kK, kN)) * 2.0, DType::bf16);
+        Tile acc = dot(load(a + matrix_offsets(kM, kK)), computed_b, zeros({kM, kN}, DType::f32));
+        store(copy + matrix_offsets(16, 32), desc_load(src, {0, column}));
+        store(out + matrix_offsets(kM, kN), acc);
+      }));
+  Device& device = Device::by_name("emu:sm_90a");
+  for (int32_t column : {8, 3}) {
+    SCOPED_TRACE(column);
+    Operands o = random_operands(rng);
+    Host src(DType::bf16, 16 * 64);
+    for (size_t i = 0; i < src.size(); ++i) src.set(i, std::round(rng.uniform(-100, 100)));
+    Tensor src_tensor = upload(src, {16, 64}, device), copy = poisoned(DType::bf16, {16 * 32}, device),
+           out = poisoned(DType::f32, {kM * kN}, device);
+    bind(k, {{"num_warps", 4}})
+        .launch(device.default_stream(), {1}, upload(o.a, {}, device), upload(o.b, {}, device),
+                TensorDescriptor::of(src_tensor, {16, 32}), copy, out, column);
+    expect_values("a · 2b", download(out), o.product(2), exact());
+    std::vector<LD> block;
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t c = 0; c < 32; ++c) block.push_back(src.get(size_t(r * 64 + column + c)));
+    expect_values("the block at the column", download(copy), block, exact());
+  }
 }
 
 // Two programs add a · b into out: each element from the thread whose accumulator holds it.

@@ -28,9 +28,10 @@
 // next blocks are copied into a shared-memory ring during a step instead of being stored to
 // shared memory after each load, and ptxas needs fewer registers for it. The products overlap
 // the softmax (config.h, overlap) except in the forward at H = 256, where the values that
-// keeps live spill. dk / dv at H = 128 steps over 32 queries (227 registers, no spills): its
-// products over the step's queries are wgmma's m64n32, which read half as many shared-memory
-// bytes per multiply-add as the m64n16 of 16 queries.
+// keeps live spill. dk / dv at H = 128 steps over 32 queries (230 registers, no spills) and dq
+// over 64 keys (255, none): their products over the step's rows are wgmma's m64n32 and
+// m64n64, which read fewer shared-memory bytes per multiply-add than m64n16 and m64n32 (an
+// instruction reads its whole A for any N).
 #include "ops/attention/config.h"
 
 #include <algorithm>
@@ -89,7 +90,7 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo&
   static const KernelConfig query_blocks16_wgmma[] = {{128, 64, 8, 16, 2, true},
                                                       {128, 64, 8, 32, 2, true},
                                                       {128, 64, 8, 64, 2, true},
-                                                      {128, 32, 8, 128, 2, true},
+                                                      {128, 64, 8, 128, 2, true},
                                                       {64, 32, 8, 256, 2, true}};
   static const KernelConfig dkdv16_wgmma[] = {{64, 128, 8, 16, 2, true},
                                               {64, 128, 8, 32, 2, true},

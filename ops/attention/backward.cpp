@@ -120,9 +120,8 @@ BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, c
 BackwardLaunch dkdv_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                            const DeviceInfo& device) {
   // The kernel that sums dq takes a parameter more: a kernel of its own, under its own name.
-  return backward_launch(p, dkdv_arguments(p, config, device, buffers),
-                         config.fuse_dq ? "attention_backward_dkdv_dq" : "attention_backward_dkdv", dkdv_kernel, config,
-                         p.kv_len, config.block_n, p.batch * p.kv_heads);
+  return backward_launch(p, dkdv_arguments(p, config, device, buffers), dkdv_kernel_name(config.fuse_dq), dkdv_kernel,
+                         config, p.kv_len, config.block_n, p.batch * p.kv_heads);
 }
 
 BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
@@ -163,9 +162,10 @@ KernelReport prepare_backward_rows(const AttentionProblem& p, const KernelConfig
 void launch_dkdv(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers,
                  Stream& stream) {
   if (p.batch * p.heads > 0) {
-    if (config.fuse_dq && buffers.dq_sum)
+    BackwardLaunch dkdv = dkdv_launch(p, config, buffers, stream.device().info());  // checks dq_sum's presence
+    if (config.fuse_dq)
       stream.device().memset_async(buffers.dq_sum->data(), 0, static_cast<size_t>(buffers.dq_sum->bytes()), stream);
-    dkdv_launch(p, config, buffers, stream.device().info()).run(stream);
+    dkdv.run(stream);
     if (config.fuse_dq && p.q_len > 0) dq_from_sum_launch(p, buffers).run(stream);
     return;
   }

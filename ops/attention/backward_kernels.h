@@ -24,8 +24,10 @@ namespace tilejit::ops::attention_detail {
 
 // Grid: (batch, query head, BLOCK_M query block), blocks fastest.
 dsl::Kernel backward_rows_kernel(DType dtype, std::vector<ir::Param> params);
-// Grid: (batch, kv head, BLOCK_N key block), blocks fastest.
+// Grid: (batch, kv head, BLOCK_N key block), blocks fastest. It sums dq too where `params`
+// have dq_sum, under the name dkdv_kernel_name(true).
 dsl::Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params);
+const char* dkdv_kernel_name(bool sums_dq);
 // Grid: (batch, query head, BLOCK_M query block), blocks fastest.
 dsl::Kernel dq_kernel(DType dtype, std::vector<ir::Param> params);
 // Grid: one program per BLOCK elements of dq.

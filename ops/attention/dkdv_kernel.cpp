@@ -42,11 +42,15 @@ namespace tilejit::ops::attention_detail {
 
 using namespace tilejit::dsl;
 
+const char* dkdv_kernel_name(bool sums_dq) {
+  return sums_dq ? "attention_backward_dkdv_dq" : "attention_backward_dkdv";
+}
+
 Kernel dkdv_kernel(DType dtype, std::vector<ir::Param> params) {
   const bool sums_dq =
       std::any_of(params.begin(), params.end(), [](const ir::Param& p) { return p.name == "dq_sum"; });
   return define_attention_kernel(
-      sums_dq ? "attention_backward_dkdv_dq" : "attention_backward_dkdv", dtype, std::move(params),
+      dkdv_kernel_name(sums_dq), dtype, std::move(params),
       [sums_dq](AttentionTiles& a, int64_t bm, int64_t bn) {
 
         Tile pid = program_id(0);

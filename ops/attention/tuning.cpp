@@ -51,7 +51,7 @@ double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, co
 // fewest (the operands of 16-bit inputs in shared memory, as wgmma reads them); the cost model
 // charges a GPU whose registers hold fewer for its spills. On sm_90a, ptxas assembles 16-bit
 // configs of up to about kWgmmaRegisterValues without spills (dk / dv at head dim 128: 128 keys
-// by 32 queries, overlapped, count 176 and take 227 registers; dq's 128 queries by 64 keys and
+// by 32 queries, overlapped, count 176 and take 230 registers; dq's 128 queries by 64 keys and
 // the forward's 128 by 128 count 160 and take 255 and 243), and up to the bound with a few
 // (dk / dv by 64 queries, 224: 44 bytes).
 constexpr double kMostValuesPerThread = 224;

@@ -160,7 +160,7 @@ void Lowering::lower_dot_wgmma(const ir::Op& op, const WgmmaTiling& t) {
     llvm::Value* low = b.CreateAdd(b.CreateOr(start, b.getInt32(static_cast<uint32_t>(fields))), const_i32(offset >> 4));
     return pack_fragment_word(b, {low, b.getInt32(static_cast<uint32_t>(fields >> 32))}, b.getInt64Ty());
   };
-  llvm::Value* warpgroup = b.CreateLShr(warp_id(), const_i32(2));
+  llvm::Value* warpgroup = warpgroup_id();
   llvm::Value* group_m = b.CreateAnd(warpgroup, const_i32(t.groups_m - 1));
   llvm::Value* group_n = b.CreateLShr(warpgroup, const_i32(__builtin_ctz(static_cast<unsigned>(t.groups_m))));
   int64_t n_per_group = static_cast<int64_t>(instr.n) * t.reps_n;

@@ -250,6 +250,17 @@ llvm::Value* Lowering::owns_data(const LinearLayout& layout) {
   return eb.CreateAnd(lane_ok, warp_ok);
 }
 
+llvm::Value* Lowering::warpgroup_id() {
+  if (!warpgroup_) {
+    llvm::IRBuilder<> eb(entry_->getTerminator());
+    llvm::Function* shuffle =
+        llvm::Intrinsic::getOrInsertDeclaration(module_.get(), llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {});
+    llvm::Value* all_lanes = eb.getInt32(0xffffffffu);
+    warpgroup_ = eb.CreateCall(shuffle, {all_lanes, eb.CreateLShr(tid_, 7), eb.getInt32(0), eb.getInt32(0x1f)});
+  }
+  return warpgroup_;
+}
+
 llvm::Value* Lowering::shared_block() {
   if (!shared_) {
     auto* type = llvm::ArrayType::get(b.getInt8Ty(), 0);
@@ -293,13 +304,13 @@ constexpr int kWarpgroupThreads = 128;
 // Each turn barrier completes with the 128 threads of the warpgroup that waits there and the
 // 128 of the other one, which arrive when they hand the turn over.
 void Lowering::wait_for_turn() {
-  llvm::Value* warpgroup = b.CreateUDiv(warp_id(), const_i32(kWarpgroupThreads / 32));
+  llvm::Value* warpgroup = warpgroup_id();
   call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
                  {b.CreateAdd(warpgroup, const_i32(kTurnBarriers)), const_i32(2 * kWarpgroupThreads)});
 }
 
 void Lowering::pass_turn() {
-  llvm::Value* warpgroup = b.CreateUDiv(warp_id(), const_i32(kWarpgroupThreads / 32));
+  llvm::Value* warpgroup = warpgroup_id();
   call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_arrive_aligned_count, {},
                  {b.CreateSub(const_i32(kTurnBarriers + 1), warpgroup), const_i32(2 * kWarpgroupThreads)});
 }

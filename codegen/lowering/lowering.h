@@ -115,6 +115,12 @@ class Lowering {
   llvm::Value* owns_data(const LinearLayout& layout);
   llvm::Value* lane_id() const { return lane_; }
   llvm::Value* warp_id() const { return warp_; }
+  // The warpgroup's index, broadcast from lane 0 so that ptxas knows every lane holds the same
+  // one: what derives from it (a warpgroup's wgmma descriptors, its turn barrier) then goes to
+  // uniform registers. Made in the entry block when first asked for; the other warp-derived
+  // values stay ordinary registers, which ptxas may recompute from the thread id instead of
+  // keeping them.
+  llvm::Value* warpgroup_id();
   llvm::Value* thread_id() const { return tid_; }
 
   // Shared memory: scratch space that each lowering that needs it uses between two barriers
@@ -283,6 +289,7 @@ class Lowering {
   llvm::Value* tid_ = nullptr;
   llvm::Value* lane_ = nullptr;
   llvm::Value* warp_ = nullptr;
+  llvm::Value* warpgroup_ = nullptr;
   llvm::GlobalVariable* shared_ = nullptr;
   int64_t shared_bytes_ = 0;
   int min_memory_bytes_ = 4;

@@ -23,13 +23,15 @@
 // only, and no warpgroup splits a B operand along N inside a swizzle span, which sends a
 // product back to mma.sync), and wgmma reads its operands from shared memory, leaving the
 // registers to the accumulators and the logits. The forward and dq take the whole head dim as
-// one chunk (wgmma's N), the forward 64 keys per step (32 at H = 256); dk / dv, with two
-// accumulators, 128 keys per program and fewer queries per step as H grows. Two stages: the
+// one chunk (wgmma's N), the forward 64 keys per step (128 at H = 64, as FlashAttention-2
+// there: 0.7 of the loop's instructions per key; at H = 128 that spills when causal, and with
+// a producer warpgroup; 32 at H = 256); dk / dv, with two accumulators, 128 keys per program
+// and fewer queries per step as H grows. Two stages: the
 // next blocks are copied into a shared-memory ring during a step instead of being stored to
 // shared memory after each load, and ptxas needs fewer registers for it. The products overlap
 // the softmax (config.h, overlap) except in the forward at H = 256, where the values that
-// keeps live spill. dk / dv at H = 128 steps over 32 queries (230 registers, no spills) and dq
-// over 64 keys (255, none): their products over the step's rows are wgmma's m64n32 and
+// keeps live spill. dk / dv at H = 128 steps over 32 queries (214 registers, no spills) and dq
+// over 64 keys (235, none): their products over the step's rows are wgmma's m64n32 and
 // m64n64, which read fewer shared-memory bytes per multiply-add than m64n16 and m64n32 (an
 // instruction reads its whole A for any N).
 #include "ops/attention/config.h"
@@ -84,7 +86,7 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo&
       {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 16, 1}};
   static const KernelConfig forward16_wgmma[] = {{128, 64, 8, 16, 2, true},
                                                  {128, 64, 8, 32, 2, true},
-                                                 {128, 64, 8, 64, 2, true},
+                                                 {128, 128, 8, 64, 2, true},
                                                  {128, 64, 8, 128, 2, true},
                                                  {128, 32, 8, 256, 2, false}};
   static const KernelConfig query_blocks16_wgmma[] = {{128, 64, 8, 16, 2, true},

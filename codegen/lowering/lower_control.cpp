@@ -1,6 +1,6 @@
 // Structured control flow: for loops with loop-carried tiles become a header with one phi
 // per register, if / else becomes a diamond with phis at the join. Branch results live in
-// the default layout of their shape; a loop carries each value in the layout its body will
+// the layout the first branch yields them in; a loop carries each value in the layout its body will
 // define it in where that can be told (codegen/lowering/carried_layout.cpp), so that no
 // iteration converts it. Loads that feed
 // dot are software-pipelined where they qualify (codegen/lowering/loop_pipeline.h).
@@ -14,10 +14,6 @@ namespace {
 // The registers of a value in the layout a region boundary uses.
 std::vector<llvm::Value*> boundary_regs(Lowering& L, const ir::Value* v, const LinearLayout& layout) {
   return v->type.is_scalar() ? std::vector<llvm::Value*>{L.scalar(v)} : L.in_layout(v, layout);
-}
-
-LinearLayout boundary_layout(Lowering& L, const ir::Type& type) {
-  return type.is_scalar() ? LinearLayout{} : L.default_layout(type.shape);
 }
 
 }  // namespace
@@ -107,14 +103,18 @@ void Lowering::lower_if(const ir::Op& op) {
   auto* else_bb = llvm::BasicBlock::Create(ctx, "if.else", f);
   auto* join = llvm::BasicBlock::Create(ctx, "if.end", f);
   b.CreateCondBr(scalar(op.operands[0]), then_bb, else_bb);
-  std::vector<LinearLayout> layouts;
-  for (auto* r : op.results) layouts.push_back(boundary_layout(*this, r->type));
+  // Each result takes the layout the first branch yields it in (a loop's accumulator in its
+  // dot's layout); the other branch's is converted to it.
+  std::vector<LinearLayout> layouts(op.results.size());
 
   auto branch = [&](const ir::Block& block, llvm::BasicBlock* start) {
     b.SetInsertPoint(start);
     enter_region();
     lower_block(block);
     const ir::Op& yield = *block.ops.back();
+    if (start == then_bb)
+      for (size_t i = 0; i < op.results.size(); ++i)
+        if (const ir::Value* v = yield.operands[i]; !v->type.is_scalar()) layouts[i] = home(v).layout;
     std::vector<std::vector<llvm::Value*>> values;
     for (size_t i = 0; i < op.results.size(); ++i) values.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
     llvm::BasicBlock* end = b.GetInsertBlock();

@@ -59,7 +59,9 @@ void Lowering::lower_constant_like(const ir::Op& op) {
 // A broadcast's result takes the layout of a computed tile an elementwise op combines it
 // with (the logits a softmax subtracts its row max from), where the source's threads already
 // hold what that layout needs along the broadcast dims (a reduction's result over that
-// tile): no data moves, and the elementwise op needs no conversion. Else the default layout.
+// tile): no data moves, and the elementwise op needs no conversion. That tile may also come
+// further on, past elementwise ops of broadcasts: a (rows, 1) scale times a (1, columns) one,
+// the product then multiplying a dot's result. Else the default layout.
 LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>& dims) {
   const ir::Value* result = op.result();
   const LinearLayout& source = home(op.operands[0]).layout;
@@ -72,6 +74,9 @@ LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>
       if (register_map(source, defined->second.layout.squash(dims))) return defined->second.layout;
     }
   }
+  std::optional<LinearLayout> further =
+      consumer_layout(result, [&](const ir::Value* x) { return predicted_layout(x, 0); }, 0);
+  if (further && register_map(source, further->squash(dims))) return *further;
   return default_layout(result->type.shape);
 }
 

@@ -105,6 +105,16 @@ bool Lowering::rematerializable(const ir::Value* v) const {
   return true;
 }
 
+bool Lowering::built_from_broadcasts(const ir::Value* v, int depth) const {
+  const ir::Op* op = v->def;
+  if (!op || v->type.is_scalar()) return false;
+  if (op->kind == ir::OpKind::broadcast) return true;
+  if (!is_elementwise(op->kind) || depth >= 4) return false;
+  return std::all_of(op->operands.begin(), op->operands.end(), [&](const ir::Value* operand) {
+    return operand->type.is_scalar() || rematerializable(operand) || built_from_broadcasts(operand, depth + 1);
+  });
+}
+
 std::vector<llvm::Value*> Lowering::rematerialize(const ir::Value* v, const LinearLayout& layout) {
   auto key = std::make_pair(v, layout.str());
   if (auto it = remat_cache_.find(key); it != remat_cache_.end()) return it->second;
@@ -148,8 +158,7 @@ std::vector<llvm::Value*> Lowering::in_layout(const ir::Value* v, const LinearLa
   }
   // A computed tile's broadcast is rebuilt from its source in the new layout, so only the
   // source moves (a row max, not the (rows, columns) tile it spans).
-  bool broadcast = v->def && v->def->kind == ir::OpKind::broadcast;
-  if (rematerializable(v) || broadcast) return rematerialize(v, layout);
+  if (rematerializable(v) || built_from_broadcasts(v)) return rematerialize(v, layout);
   return convert_through_shared(v->type, regs, layout);
 }
 

@@ -230,7 +230,12 @@ class Lowering {
   void lower_block(const ir::Block& block);
   void lower_op(const ir::Op& op);
   bool rematerializable(const ir::Value* v) const;
-  // A rematerializable value or a broadcast computed anew in `layout` from its operands.
+  // A broadcast, or an elementwise op whose tile operands are all such (a (rows, 1) scale times
+  // a (1, columns) one): cheaper to compute anew in another layout, moving only the broadcasts'
+  // sources, than to move through shared memory.
+  bool built_from_broadcasts(const ir::Value* v, int depth = 0) const;
+  // A rematerializable value, or one built from broadcasts, computed anew in `layout` from its
+  // operands.
   std::vector<llvm::Value*> rematerialize(const ir::Value* v, const LinearLayout& layout);
 
   // The layout `v` will be defined in, or nullopt (codegen/lowering/carried_layout.cpp).

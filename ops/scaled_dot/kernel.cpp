@@ -57,6 +57,9 @@ int64_t pow2_ceil(int64_t v) {
   return p;
 }
 
+// log2(v) for a power of two, else -1.
+int power_of_two_log2(int64_t v) { return v > 0 && (v & (v - 1)) == 0 ? __builtin_ctzll(static_cast<uint64_t>(v)) : -1; }
+
 // Everything the kernel's code depends on; the key of its memoized JitKernel.
 struct KernelSpec {
   DType lhs, rhs, out;
@@ -69,12 +72,16 @@ struct KernelSpec {
   // (f32_dot); a group of one tile is one dot, its product added to the accumulator anyway,
   // which saves holding a third accumulator tile.
   bool group_of_tiles = false;
+  // log2 of a scale block that is a power of two (MX's 32), or -1: the K index of a scale is
+  // then a shift instead of a division in every step.
+  int lhs_block_shift = -1, rhs_block_shift = -1;
 
   std::string key() const {
     auto name = [](std::optional<DType> d) { return d ? std::string(dtype_name(*d)) : std::string("none"); };
-    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}", dtype_name(lhs), dtype_name(rhs),
-                       name(lhs_scale), name(rhs_scale), dtype_name(out), scale_mode_name(mode), name(compute),
-                       static_cast<int>(precision), dtype_name(index), group_of_tiles);
+    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}/shifts{}_{}", dtype_name(lhs),
+                       dtype_name(rhs), name(lhs_scale), name(rhs_scale), dtype_name(out), scale_mode_name(mode),
+                       name(compute), static_cast<int>(precision), dtype_name(index), group_of_tiles,
+                       lhs_block_shift, rhs_block_shift);
   }
 };
 
@@ -118,42 +125,97 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         if (spec.mode == ScaleMode::partial_products) {
           // K % group == 0 and group % BLOCK_K == 0: no K masks.
           const Tile& group = arg["group"];
-          acc = for_range(0, K, group, zero, [&](Tile kg, Tile acc) {
+          // A group of one K tile steps by the literal BLOCK_K, which the loop pipeline stages.
+          const Tile step = spec.group_of_tiles ? group : scalar(static_cast<double>(bk), spec.index);
+          auto partial_at = [&](const Tile& kg) {  // (BLOCK_M, BLOCK_N)
             auto a_at = [&](const Tile& k) { return for_dot(a_tile(k, row_ok)); };
             auto b_at = [&](const Tile& k) { return for_dot(b_tile(k, col_ok)); };
-            Tile partial = spec.group_of_tiles ? for_range(kg, kg + group, bk, zero,
-                                                           [&](Tile k, Tile sum) {
-                                                             return f32_dot(a_at(k), b_at(k), sum, spec.precision);
-                                                           })
-                                               : dot(a_at(kg), b_at(kg), zero, spec.precision);  // (BLOCK_M, BLOCK_N)
-            std::optional<Tile> ls, rs;
-            if (spec.lhs_scale)
-              ls = expand_dims(cast(load(ls_base + rows * arg["ls_sm"] + kg / arg["lhs_block"] * arg["ls_sk"],
-                                         rows < M),
-                                    f32),
-                               1);  // (BLOCK_M, 1)
-            if (spec.rhs_scale)
-              rs = expand_dims(cast(load(rs_base + kg / arg["rhs_block"] * arg["rs_sk"] + cols * arg["rs_sn"],
-                                         cols < N),
-                                    f32),
-                               0);  // (1, BLOCK_N)
-            if (!ls || !rs) return acc + (ls ? partial * *ls : rs ? partial * *rs : partial);
+            return spec.group_of_tiles ? for_range(kg, kg + group, bk, zero,
+                                                   [&](Tile k, Tile sum) {
+                                                     return f32_dot(a_at(k), b_at(k), sum, spec.precision);
+                                                   })
+                                       : dot(a_at(kg), b_at(kg), zero, spec.precision);
+          };
+          auto scale_step = [&](const Tile& kg, const char* block, int shift) {
+            return shift >= 0 ? kg >> shift : kg / arg[block];
+          };
+          auto row_scale_stored = [&](const Tile& kg) {  // (BLOCK_M), the scale's dtype
+            return load(ls_base + rows * arg["ls_sm"] + scale_step(kg, "lhs_block", spec.lhs_block_shift) * arg["ls_sk"],
+                        rows < M);
+          };
+          auto col_scale_stored = [&](const Tile& kg) {  // (BLOCK_N)
+            return load(rs_base + scale_step(kg, "rhs_block", spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"],
+                        cols < N);
+          };
+          auto row_scale = [&](const Tile& kg) { return cast(row_scale_stored(kg), f32); };
+          auto col_scale = [&](const Tile& kg) { return cast(col_scale_stored(kg), f32); };
+          if (!spec.lhs_scale || !spec.rhs_scale) {
+            acc = for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
+              Tile scale = spec.lhs_scale ? expand_dims(row_scale(kg), 1) : expand_dims(col_scale(kg), 0);
+              return fma(partial_at(kg), scale, acc);
+            });
+          } else {
             // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
             // tiny rhs one would pass f32's range on the way to a result inside it. Where the
             // factor itself leaves f32's normal range (2^100 x 2^30), the sum takes the scales
             // one at a time instead, the one that moves it towards that range first. A scale of
             // 0 makes its side's products 0: the factor 0 stands (one at a time, a huge other
             // scale would take the sum to inf first, and inf x 0 is NaN).
-            Tile factor = *ls * *rs;                               // (BLOCK_M, BLOCK_N)
-            Tile magnitude = abs(factor);
-            Tile normal = (magnitude >= std::numeric_limits<float>::min() &&
-                           magnitude <= std::numeric_limits<float>::max()) ||
-                          *ls == 0.0 || *rs == 0.0;
-            Tile l_smaller = abs(*ls) <= abs(*rs);
-            Tile first = where(magnitude > 1.0, where(l_smaller, *ls, *rs), where(l_smaller, *rs, *ls));
-            Tile second = where(magnitude > 1.0, where(l_smaller, *rs, *ls), where(l_smaller, *ls, *rs));
-            return acc + where(normal, partial * factor, partial * first * second);
-          });
+            auto scaled_sum = [&](const Tile& partial, const Tile& ls, const Tile& rs) {
+              Tile factor = ls * rs;  // (BLOCK_M, BLOCK_N)
+              Tile magnitude = abs(factor);
+              Tile normal = (magnitude >= std::numeric_limits<float>::min() &&
+                             magnitude <= std::numeric_limits<float>::max()) ||
+                            ls == 0.0 || rs == 0.0;
+              Tile l_smaller = abs(ls) <= abs(rs);
+              Tile first = where(magnitude > 1.0, where(l_smaller, ls, rs), where(l_smaller, rs, ls));
+              Tile second = where(magnitude > 1.0, where(l_smaller, rs, ls), where(l_smaller, ls, rs));
+              return where(normal, partial * factor, partial * first * second);
+            };
+            // Checking that per element costs a dozen instructions beside each product's one
+            // multiply-add. So the program first bounds its scales' magnitudes (zeros aside, NaN
+            // as inf): when each side's lie within f32's normal range, the largest factor is
+            // finite and the smallest normal (rounding is monotonic, so every factor between
+            // them is too), the loop adds partial x factor alone, as the check would choose, and
+            // reads an e8m0 scale's byte as an f32 exponent (bytes 0 and 255, 2^-127 and NaN,
+            // are outside those bounds).
+            const float inf = std::numeric_limits<float>::infinity();
+            const float smallest = std::numeric_limits<float>::min(), largest = std::numeric_limits<float>::max();
+            auto magnitude = [&](const Tile& scale) {
+              Tile m = abs(scale);
+              return where(m != m, inf, m);
+            };
+            auto nonzero = [&](const Tile& x) { return where(x == 0.0, inf, x); };
+            std::vector<Tile> bounds = for_range(
+                0, K, step, {zeros({bm}, f32), full({bm}, inf, f32), zeros({bn}, f32), full({bn}, inf, f32)},
+                [&](Tile kg, std::vector<Tile> b) -> std::vector<Tile> {
+                  Tile l = magnitude(row_scale(kg)), r = magnitude(col_scale(kg));
+                  return {maximum(b[0], l), minimum(b[1], nonzero(l)), maximum(b[2], r), minimum(b[3], nonzero(r))};
+                });
+            Tile l_max = max(bounds[0], 0), l_min = min(bounds[1], 0), r_max = max(bounds[2], 0),
+                 r_min = min(bounds[3], 0);
+            Tile factors_normal = l_max <= largest && r_max <= largest && l_min >= smallest && r_min >= smallest &&
+                                  l_max * r_max <= largest && l_min * r_min >= smallest;
+            auto normal_scale = [&](const Tile& stored) {
+              if (stored.dtype() != DType::e8m0) return cast(stored, f32);
+              return bitcast((cast(bitcast(stored, i8), i32) & 255) << 23, f32);
+            };
+            acc = if_else(
+                factors_normal,
+                [&]() -> std::vector<Tile> {
+                  return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
+                    Tile factor = expand_dims(normal_scale(row_scale_stored(kg)), 1) *
+                                  expand_dims(normal_scale(col_scale_stored(kg)), 0);  // (BLOCK_M, BLOCK_N)
+                    return fma(partial_at(kg), factor, acc);
+                  })};
+                },
+                [&]() -> std::vector<Tile> {
+                  return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
+                    return acc + scaled_sum(partial_at(kg), expand_dims(row_scale(kg), 1),
+                                            expand_dims(col_scale(kg), 0));
+                  })};
+                })[0];
+          }
         } else {
           acc = for_range(0, K, bk, zero, [&](Tile k, Tile acc) {
             Tile kk = ks + k;  // (BLOCK_K)
@@ -216,8 +278,12 @@ ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t r
     return use(stored, ScaleMode::none, std::clamp(pow2_ceil(k), stored.mma_k, stored.max_block_k));
   plan.group = std::gcd(lhs_block, rhs_block);  // gcd(b, 0) == b
   int64_t block_k = plan.group & -plan.group;   // the largest power of two dividing it
-  if (block_k >= stored.mma_k && products_stay_in_range(lhs, rhs))
+  if (block_k >= stored.mma_k && products_stay_in_range(lhs, rhs)) {
+    // A group of one K tile is one dot per step, whose operands a loop pipeline stages (three
+    // stages let the dot read an 8-bit B transposed into its ring slot's own tile).
+    if (cc >= 80 && std::min(block_k, stored.max_block_k) == plan.group) plan.num_stages = 3;
     return use(stored, ScaleMode::partial_products, std::min(block_k, stored.max_block_k));
+  }
   plan.group = 0;
   Compute scaled = scaled_compute(lhs, rhs);
   return use(scaled, ScaleMode::operand_tiles, scaled.max_block_k);
@@ -244,6 +310,10 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
                   plan.precision,
                   bound < std::numeric_limits<int32_t>::max() ? DType::i32 : DType::i64,
                   plan.mode == ScaleMode::partial_products && plan.group > plan.block_k};
+  if (plan.mode == ScaleMode::partial_products) {
+    if (lhs.scale) spec.lhs_block_shift = power_of_two_log2(lhs.block);
+    if (rhs.scale) spec.rhs_block_shift = power_of_two_log2(rhs.block);
+  }
 
   const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
   const int64_t programs = batch * tiles_m * tiles_n;
@@ -285,7 +355,8 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
       .with({{"BLOCK_M", plan.block_m},
              {"BLOCK_N", plan.block_n},
              {"BLOCK_K", plan.block_k},
-             {"num_warps", plan.num_warps}})
+             {"num_warps", plan.num_warps},
+             {"num_stages", plan.num_stages}})
       .launch_args(stream, LaunchDims{{static_cast<uint32_t>(programs), 1, 1}, {}}, args.values());
 }
 

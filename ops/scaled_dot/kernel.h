@@ -8,7 +8,9 @@
 //   (whose raw products stay inside f32's range), the K loop runs in steps of `group` (the
 //   blocks' gcd), each step a chain of dots over its K tiles into an f32 partial product,
 //   which is multiplied by lhs_scale[m, step] * rhs_scale[step, n] and added to the
-//   accumulator. The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+;
+//   accumulator. Each program first bounds its scales: only where a factor may leave f32's
+//   normal range does its loop check each factor (kernel.cpp says how it then scales).
+//   The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+;
 //   pairings that dot does not take directly are widened exactly (fp8 to bf16 or f16, f16 and
 //   bf16 together to f32 as tf32, which holds both exactly).
 // - operand_tiles: blocks that no power-of-two K tile divides with at least the tensor cores'
@@ -50,6 +52,7 @@ struct ScaledDotPlan {
   int64_t block_m = 0, block_n = 0, block_k = 0;
   int64_t group = 0;  // partial_products: K per scale step
   int num_warps = 4;
+  int num_stages = 1;
 };
 
 // The plan for operands of these dtypes with scale blocks `lhs_block` / `rhs_block` (0: no

@@ -330,6 +330,23 @@ TEST(ScaledDot, InfinitiesAndNaNsInTheOperands) {
 
 // A bf16 scale of 0 makes its side's products 0, also where the other side's scale is huge
 // (2^106: 448 x 448 x 2^106 x 32 passes f32 before a 0 would take it back): 0, not inf x 0.
+// Each program bounds its own scales before its K loop and checks each factor's range only
+// when they may leave f32's normal range. Nine programs of 128 x 128 (M = 288, N = 272, blocks
+// of 32), e8m0 scales 2^-8 to 2^8 except: byte 0x00 (2^-127) in row 100 (the first row of
+// programs), 2^90 in row 150's second block and 2^40 in column 21's first (their bound 2^130
+// passes f32's range though no factor does), NaN in column 140's first block. Programs (1, 2),
+// (2, 0) and (2, 2) take the unchecked loop, the others the checked one; all match.
+TEST(ScaledDot, ProgramsWhoseScalesMayLeaveTheRangeCheckEachFactor) {
+  TJ_SEEDED_RNG(rng);
+  const int64_t m = 288, n = 272, k = 96, blocks = k / 32;
+  ScaledDotCall c = matrix_call(e4m3, e4m3, e8m0, e8m0, m, n, k, 32, 32, f32, rng);
+  c.lhs_scale->values.set_raw(size_t(100 * blocks + 2), 0x00);
+  c.lhs_scale->values.set_raw(size_t(150 * blocks + 1), 127 + 90);
+  c.rhs_scale->values.set_raw(size_t(0 * n + 21), 127 + 40);
+  c.rhs_scale->values.set_raw(size_t(0 * n + 140), 0xff);
+  expect_scaled_dot("e4m3, e8m0 scales", c, Device::by_name("emu:sm_90a"));
+}
+
 TEST(ScaledDot, AZeroScaleMeetingAHugeOneGivesZero) {
   TJ_SEEDED_RNG(rng);
   const int64_t m = 4, k = 64, n = 4;
@@ -389,10 +406,15 @@ TEST(ScaledDotPlan, HowTheScalesAreApplied) {
   EXPECT_FALSE(p.compute.has_value());  // fp8 tensor cores
   EXPECT_EQ(p.block_k, 32);
   EXPECT_EQ(p.group, 32);
+  EXPECT_EQ(p.num_stages, 3);  // one dot per group: its operands staged
   p = plan(e4m3, e4m3, 64, 128);
   EXPECT_EQ(p.mode, ScaleMode::partial_products);
   EXPECT_EQ(p.group, 64);
   EXPECT_EQ(p.block_k, 64);
+  p = plan(e4m3, e4m3, 96, 96);  // groups of three K tiles, an inner loop each
+  EXPECT_EQ(p.mode, ScaleMode::partial_products);
+  EXPECT_EQ(p.block_k, 32);
+  EXPECT_EQ(p.num_stages, 1);
   p = plan(e4m3, e4m3, 32, 32, 80);  // no fp8 mma: widened to bf16
   EXPECT_EQ(p.compute, bf16);
   EXPECT_EQ(p.mode, ScaleMode::partial_products);

@@ -60,6 +60,9 @@ int64_t pow2_ceil(int64_t v) {
 // log2(v) for a power of two, else -1.
 int power_of_two_log2(int64_t v) { return v > 0 && (v & (v - 1)) == 0 ? __builtin_ctzll(static_cast<uint64_t>(v)) : -1; }
 
+// Blocks of K per step of the loop that bounds a program's scales (partial_products).
+constexpr int64_t kScaleChunk = 32;
+
 // Everything the kernel's code depends on; the key of its memoized JitKernel.
 struct KernelSpec {
   DType lhs, rhs, out;
@@ -186,14 +189,31 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
               return where(m != m, inf, m);
             };
             auto nonzero = [&](const Tile& x) { return where(x == 0.0, inf, x); };
-            std::vector<Tile> bounds = for_range(
-                0, K, step, {zeros({bm}, f32), full({bm}, inf, f32), zeros({bn}, f32), full({bn}, inf, f32)},
-                [&](Tile kg, std::vector<Tile> b) -> std::vector<Tile> {
-                  Tile l = magnitude(row_scale(kg)), r = magnitude(col_scale(kg));
-                  return {maximum(b[0], l), minimum(b[1], nonzero(l)), maximum(b[2], r), minimum(b[3], nonzero(r))};
-                });
-            Tile l_max = max(bounds[0], 0), l_min = min(bounds[1], 0), r_max = max(bounds[2], 0),
-                 r_min = min(bounds[3], 0);
+            // Over this program's rows of lhs_scale and columns of rhs_scale, kScaleChunk blocks
+            // of K a step, in tiles whose loads are contiguous along the blocks or the columns.
+            // `slab` gives a step's scales and where they are (a masked e8m0 load reads byte 0,
+            // 2^-127, which must not count).
+            using Slab = std::pair<Tile, Tile>;
+            auto bounds_of = [&](const Tile& blocks, const Shape& shape, const std::function<Slab(const Tile&)>& slab) {
+              std::vector<Tile> b = for_range(0, blocks, kScaleChunk, {zeros(shape, f32), full(shape, inf, f32)},
+                                              [&](Tile i, std::vector<Tile> b) -> std::vector<Tile> {
+                                                auto [scales, present] = slab(index(arange(0, kScaleChunk)) + i);
+                                                Tile m = where(present, magnitude(cast(scales, f32)), 0.0);
+                                                return {maximum(b[0], m), minimum(b[1], nonzero(m))};
+                                              });
+              return std::pair{max(max(b[0], 1), 0), min(min(b[1], 1), 0)};
+            };
+            Tile lhs_blocks = K / arg["lhs_block"], rhs_blocks = K / arg["rhs_block"];
+            auto [l_max, l_min] = bounds_of(lhs_blocks, {bm, kScaleChunk}, [&](const Tile& j) {  // (BLOCK_M, chunk)
+              Tile present = expand_dims(rows < M, 1) && expand_dims(j < lhs_blocks, 0);
+              return Slab{load(ls_base + expand_dims(rows * arg["ls_sm"], 1) + expand_dims(j * arg["ls_sk"], 0), present),
+                          present};
+            });
+            auto [r_max, r_min] = bounds_of(rhs_blocks, {kScaleChunk, bn}, [&](const Tile& j) {  // (chunk, BLOCK_N)
+              Tile present = expand_dims(j < rhs_blocks, 1) && expand_dims(cols < N, 0);
+              return Slab{load(rs_base + expand_dims(j * arg["rs_sk"], 1) + expand_dims(cols * arg["rs_sn"], 0), present),
+                          present};
+            });
             Tile factors_normal = l_max <= largest && r_max <= largest && l_min >= smallest && r_min >= smallest &&
                                   l_max * r_max <= largest && l_min * r_min >= smallest;
             auto normal_scale = [&](const Tile& stored) {

@@ -345,6 +345,16 @@ TEST(ScaledDot, ProgramsWhoseScalesMayLeaveTheRangeCheckEachFactor) {
   c.rhs_scale->values.set_raw(size_t(0 * n + 21), 127 + 40);
   c.rhs_scale->values.set_raw(size_t(0 * n + 140), 0xff);
   expect_scaled_dot("e4m3, e8m0 scales", c, Device::by_name("emu:sm_90a"));
+  // The bounds read 32 blocks of K a step: a NaN past the first step, in block 35 of one row,
+  // then in block 33 of one column.
+  const int64_t blocks_k = 40;
+  for (bool in_lhs : {true, false}) {
+    ScaledDotCall l = matrix_call(e4m3, e4m3, e8m0, e8m0, 40, 48, 32 * blocks_k, 32, 32, f32, rng);
+    if (in_lhs) l.lhs_scale->values.set_raw(size_t(7 * blocks_k + 35), 0xff);
+    else l.rhs_scale->values.set_raw(size_t(33 * 48 + 5), 0xff);
+    expect_scaled_dot(in_lhs ? "a NaN lhs scale in block 35" : "a NaN rhs scale in block 33", l,
+                      Device::by_name("emu:sm_90a"));
+  }
 }
 
 TEST(ScaledDot, AZeroScaleMeetingAHugeOneGivesZero) {

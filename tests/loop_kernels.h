@@ -134,4 +134,44 @@ inline dsl::Kernel tiles_plus_product_kernel(bool two_tiles) {
       });
 }
 
+// dot(x, w^T) times a row scale and a column scale (scaled_dot's factor): out = (BLOCK_M, N).
+// With `product_first` the factor is formed by the product, else the scales' product is one
+// (BLOCK_M, N) tile of two broadcasts multiplying it.
+inline dsl::Kernel scaled_product_kernel(bool product_first) {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      product_first ? "product_times_scales" : "product_times_factor", {"x", "w", "rs", "cs", "out"},
+      {{"BLOCK_M", 64}, {"N", 128}, {"K", 16}},
+      [product_first](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> rs, Ptr<f32> cs, Ptr<f32> out) {
+        int64_t bm = c["BLOCK_M"], n = c["N"], k = c["K"];
+        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, k);
+        Tile x_tile = load(x + expand_dims(rows, 1) * k + expand_dims(ks, 0));  // (BLOCK_M, K)
+        Tile w_tile = load(w + expand_dims(cols, 1) * k + expand_dims(ks, 0));  // (N, K)
+        Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));  // (BLOCK_M, N)
+        Tile row_scale = expand_dims(load(rs + rows), 1), col_scale = expand_dims(load(cs + cols), 0);
+        Tile scaled = product_first ? product * row_scale * col_scale : product * (row_scale * col_scale);
+        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), scaled);
+      });
+}
+
+// dot(x, w^T), doubled in program 0 by one branch of an if / else and stored: with
+// `branch` false, stored doubled without the if / else.
+inline dsl::Kernel branch_on_product_kernel(bool branch) {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      branch ? "product_through_a_branch" : "product_doubled", {"x", "w", "out"},
+      {{"BLOCK_M", 64}, {"N", 128}, {"K", 16}}, [branch](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<f32> out) {
+        int64_t bm = c["BLOCK_M"], n = c["N"], k = c["K"];
+        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, k);
+        Tile x_tile = load(x + expand_dims(rows, 1) * k + expand_dims(ks, 0));  // (BLOCK_M, K)
+        Tile w_tile = load(w + expand_dims(cols, 1) * k + expand_dims(ks, 0));  // (N, K)
+        Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));  // (BLOCK_M, N)
+        Tile result = branch ? if_else(
+                                   program_id(0) == 0, [&]() -> std::vector<Tile> { return {product * 2.0}; },
+                                   [&]() -> std::vector<Tile> { return {product}; })[0]
+                             : product * 2.0;
+        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), result);
+      });
+}
+
 }  // namespace tilejit::testing_kernels

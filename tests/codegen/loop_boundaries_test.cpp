@@ -5,7 +5,9 @@
 // by a mask tile and subtracts a row offset (loaded in the logits' layout); a wgmma operand
 // computed before the loop is stored to shared memory once, not at every iteration; a
 // computed row statistic broadcast over a product moves as a column, not as the product's
-// whole tile, and two loaded tiles added to a product are loaded in its layout.
+// whole tile, and two loaded tiles added to a product are loaded in its layout; a product of
+// two broadcasts is formed in the layout of the tile it meets, and an if / else's result stays
+// in the layout its branch yields.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -114,6 +116,33 @@ TEST(LoadLayout, TwoLoadedTilesThatMeetFirstAreLoadedInTheProductsLayout) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
     EXPECT_LT(compiled(kernel, arch).shared_bytes, 64 * 128 * 4);
+  }
+}
+
+TEST(BroadcastLayout, AProductOfTwoBroadcastsIsFormedInTheLayoutOfTheTileItMeets) {
+  // product * (row_scale * col_scale): the (BLOCK_M, N) factor of two broadcasts is formed in
+  // the product's layout (the scales loaded in its rows and columns), as product * row_scale *
+  // col_scale is, instead of in the blocked layout and then moved (32 KiB through shared
+  // memory). Both kernels use the same shared memory: the dot's operands and the output's
+  // store.
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    CompiledKernel factor = compiled(testing_kernels::scaled_product_kernel(false), arch);
+    CompiledKernel scales = compiled(testing_kernels::scaled_product_kernel(true), arch);
+    EXPECT_EQ(factor.shared_bytes, scales.shared_bytes);
+    EXPECT_EQ(count(factor.ptx, "bar.sync"), count(scales.ptx, "bar.sync"));
+  }
+}
+
+TEST(BranchLayout, AnIfElsesResultStaysInTheLayoutItsBranchYields) {
+  // A product through an if / else keeps the tensor cores' layout at the join: the kernel moves
+  // no more through shared memory than the same product stored without the branch.
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    CompiledKernel branch = compiled(testing_kernels::branch_on_product_kernel(true), arch);
+    CompiledKernel straight = compiled(testing_kernels::branch_on_product_kernel(false), arch);
+    EXPECT_EQ(branch.shared_bytes, straight.shared_bytes);
+    EXPECT_EQ(count(branch.ptx, "bar.sync"), count(straight.ptx, "bar.sync"));
   }
 }
 

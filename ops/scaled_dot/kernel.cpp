@@ -76,7 +76,8 @@ struct KernelSpec {
   // which saves holding a third accumulator tile.
   bool group_of_tiles = false;
   // log2 of a scale block that is a power of two (MX's 32), or -1: the K index of a scale is
-  // then a shift instead of a division in every step.
+  // then a shift instead of a division in every step (for every column of K when the scales
+  // multiply the operand tiles).
   int lhs_block_shift = -1, rhs_block_shift = -1;
 
   std::string key() const {
@@ -124,6 +125,10 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         Tile rs_base = spec.rhs_scale ? arg["rhs_scale"] + batch * arg["rs_sb"] : Tile();
         Tile zero = zeros({bm, bn}, f32);
 
+        // The scale block of K index k.
+        auto scale_step = [&](const Tile& k, const char* block, int shift) {
+          return shift >= 0 ? k >> shift : k / arg[block];
+        };
         Tile acc;
         if (spec.mode == ScaleMode::partial_products) {
           // K % group == 0 and group % BLOCK_K == 0: no K masks.
@@ -138,9 +143,6 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                                                      return f32_dot(a_at(k), b_at(k), sum, spec.precision);
                                                    })
                                        : dot(a_at(kg), b_at(kg), zero, spec.precision);
-          };
-          auto scale_step = [&](const Tile& kg, const char* block, int shift) {
-            return shift >= 0 ? kg >> shift : kg / arg[block];
           };
           auto row_scale_stored = [&](const Tile& kg) {  // (BLOCK_M), the scale's dtype
             return load(ls_base + rows * arg["ls_sm"] + scale_step(kg, "lhs_block", spec.lhs_block_shift) * arg["ls_sk"],
@@ -244,12 +246,12 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
             Tile a = a_tile(k, a_mask), b = b_tile(k, b_mask);
             if (spec.lhs_scale) {
               Tile s = load(ls_base + expand_dims(rows, 1) * arg["ls_sm"] +
-                                expand_dims(kk / arg["lhs_block"], 0) * arg["ls_sk"],
+                                expand_dims(scale_step(kk, "lhs_block", spec.lhs_block_shift), 0) * arg["ls_sk"],
                             a_mask);  // (BLOCK_M, BLOCK_K)
               a = cast(a, f32) * cast(s, f32);
             }
             if (spec.rhs_scale) {
-              Tile s = load(rs_base + expand_dims(kk / arg["rhs_block"], 1) * arg["rs_sk"] +
+              Tile s = load(rs_base + expand_dims(scale_step(kk, "rhs_block", spec.rhs_block_shift), 1) * arg["rs_sk"] +
                                 expand_dims(cols, 0) * arg["rs_sn"],
                             b_mask);  // (BLOCK_K, BLOCK_N)
               b = cast(b, f32) * cast(s, f32);
@@ -330,10 +332,8 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
                   plan.precision,
                   bound < std::numeric_limits<int32_t>::max() ? DType::i32 : DType::i64,
                   plan.mode == ScaleMode::partial_products && plan.group > plan.block_k};
-  if (plan.mode == ScaleMode::partial_products) {
-    if (lhs.scale) spec.lhs_block_shift = power_of_two_log2(lhs.block);
-    if (rhs.scale) spec.rhs_block_shift = power_of_two_log2(rhs.block);
-  }
+  if (lhs.scale) spec.lhs_block_shift = power_of_two_log2(lhs.block);
+  if (rhs.scale) spec.rhs_block_shift = power_of_two_log2(rhs.block);
 
   const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
   const int64_t programs = batch * tiles_m * tiles_n;

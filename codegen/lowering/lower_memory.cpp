@@ -85,20 +85,27 @@ void Lowering::lower_memory(const ir::Op& op) {
         llvm::Value* o = other ? to_memory(others[r + i]) : llvm::Constant::getNullValue(mem);
         fallback = width > 1 ? b.CreateInsertElement(fallback, o, static_cast<uint64_t>(i)) : o;
       }
+      // Several bytes load as one integer, whose bytes shifts take apart: LLVM's vectors of
+      // i8 live in 16-bit registers, one extraction, widening and masking per element.
+      const bool packed_bytes = width > 1 && mem->isIntegerTy(8) && width * 8 <= 64;
+      llvm::Type* load_type = packed_bytes ? b.getIntNTy(static_cast<unsigned>(width * 8)) : access_type;
+      if (packed_bytes) fallback = b.CreateBitCast(fallback, load_type);
       llvm::Value* loaded = nullptr;
       if (pred) {
         llvm::BasicBlock* before = b.GetInsertBlock();
         llvm::Value* in_branch = nullptr;
-        auto [last, merge] = emit_if(pred, "load", [&] { in_branch = b.CreateAlignedLoad(access_type, ptrs[r], align); });
-        llvm::PHINode* phi = b.CreatePHI(access_type, 2);
+        auto [last, merge] = emit_if(pred, "load", [&] { in_branch = b.CreateAlignedLoad(load_type, ptrs[r], align); });
+        llvm::PHINode* phi = b.CreatePHI(load_type, 2);
         phi->addIncoming(in_branch, last);
         phi->addIncoming(fallback, before);
         loaded = phi;
       } else {
-        loaded = b.CreateAlignedLoad(access_type, ptrs[r], align);
+        loaded = b.CreateAlignedLoad(load_type, ptrs[r], align);
       }
       for (int i = 0; i < width; ++i) {
-        llvm::Value* e = width > 1 ? b.CreateExtractElement(loaded, static_cast<uint64_t>(i)) : loaded;
+        llvm::Value* e = width == 1     ? loaded
+                         : packed_bytes ? b.CreateTrunc(b.CreateLShr(loaded, static_cast<uint64_t>(8 * i)), mem)
+                                        : b.CreateExtractElement(loaded, static_cast<uint64_t>(i));
         result[r + i] = to_register(e);
       }
       continue;

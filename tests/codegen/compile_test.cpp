@@ -159,6 +159,23 @@ TEST(Compile, ImplicitlyBroadcastOffsetsGiveVectorAccesses) {
   }
 }
 
+// A thread's run of 2 to 8 bytes loads as one integer (masked or not), its bytes taken apart by
+// shifts, not as a vector of i8 (each element its own 16-bit register in LLVM's lowering).
+TEST(Compile, RunsOfBytesLoadAsOneWord) {
+  for (bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "unmasked");
+    Kernel kernel = define_kernel("bytes", {"x", "out", "n"}, {{"B", 256}},
+                                  [masked](const Constants& c, Ptr<i8> x, Ptr<i32> out, Scalar<i32> n) {
+                                    Tile offs = arange(0, c["B"]);  // 2 bytes per thread on 4 warps
+                                    Tile v = masked ? load(x + offs, offs < n) : load(x + offs);
+                                    store(out + offs, cast(v, DType::i32) << 23);
+                                  });
+    std::string ptx = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_90a")).ptx;
+    EXPECT_EQ(count(ptx, "ld.global.b16 "), 1u) << ptx;
+    EXPECT_EQ(count(ptx, "ld.global.v2.b8 "), 0u) << ptx;
+  }
+}
+
 // exp2_flushing_subnormals is the single ex2.approx.ftz.f32; exp2 keeps libdevice's, which
 // takes subnormal results (ex2.approx.f32, which ptxas expands to four instructions).
 TEST(Compile, FlushingExp2IsOneFtzInstruction) {

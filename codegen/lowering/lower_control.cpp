@@ -107,12 +107,12 @@ void Lowering::lower_if(const ir::Op& op) {
   // dot's layout); the other branch's is converted to it.
   std::vector<LinearLayout> layouts(op.results.size());
 
-  auto branch = [&](const ir::Block& block, llvm::BasicBlock* start) {
+  auto branch = [&](const ir::Block& block, llvm::BasicBlock* start, bool first) {
     b.SetInsertPoint(start);
     enter_region();
     lower_block(block);
     const ir::Op& yield = *block.ops.back();
-    if (start == then_bb)
+    if (first)
       for (size_t i = 0; i < op.results.size(); ++i)
         if (const ir::Value* v = yield.operands[i]; !v->type.is_scalar()) layouts[i] = home(v).layout;
     std::vector<std::vector<llvm::Value*>> values;
@@ -122,8 +122,8 @@ void Lowering::lower_if(const ir::Op& op) {
     enter_region();
     return std::make_pair(end, values);
   };
-  auto [then_end, then_values] = branch(op.region(0), then_bb);
-  auto [else_end, else_values] = branch(op.region(1), else_bb);
+  auto [then_end, then_values] = branch(op.region(0), then_bb, true);
+  auto [else_end, else_values] = branch(op.region(1), else_bb, false);
 
   b.SetInsertPoint(join);
   for (size_t i = 0; i < op.results.size(); ++i) {

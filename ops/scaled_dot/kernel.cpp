@@ -63,6 +63,51 @@ int power_of_two_log2(int64_t v) { return v > 0 && (v & (v - 1)) == 0 ? __builti
 // Blocks of K per step of the loop that bounds a program's scales (partial_products).
 constexpr int64_t kScaleChunk = 32;
 
+// partial x lhs_scale x rhs_scale, (BLOCK_M, BLOCK_N), with ls (BLOCK_M, 1) and rs (1, BLOCK_N)
+// in f32. One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
+// tiny rhs one would pass f32's range on the way to a result inside it. Where the factor itself
+// leaves f32's normal range (2^100 x 2^30), the sum takes the scales one at a time instead, the
+// one that moves it towards that range first. A scale of 0 makes its side's products 0: the
+// factor 0 stands (one at a time, a huge other scale would take the sum to inf first, and inf x
+// 0 is NaN).
+Tile checked_scaled_sum(const Tile& partial, const Tile& ls, const Tile& rs) {
+  Tile factor = ls * rs;
+  Tile magnitude = abs(factor);
+  Tile normal = (magnitude >= std::numeric_limits<float>::min() && magnitude <= std::numeric_limits<float>::max()) ||
+                ls == 0.0 || rs == 0.0;
+  Tile l_smaller = abs(ls) <= abs(rs);
+  Tile first = where(magnitude > 1.0, where(l_smaller, ls, rs), where(l_smaller, rs, ls));
+  Tile second = where(magnitude > 1.0, where(l_smaller, rs, ls), where(l_smaller, ls, rs));
+  return where(normal, partial * factor, partial * first * second);
+}
+
+// A step's scales (the scale's dtype) and where they are: a masked e8m0 load reads byte 0,
+// 2^-127, which must not count.
+using ScaleSlab = std::pair<Tile, Tile>;
+
+// The largest and the smallest nonzero magnitude (NaN as inf) of a program's scales along one
+// side: `blocks` blocks of K, kScaleChunk a step, `slab(j)` the scales of blocks j (kScaleChunk,
+// `index` dtype) in a tile of `shape` whose loads are contiguous along the blocks or the columns.
+std::pair<Tile, Tile> magnitude_bounds(const Tile& blocks, const Shape& shape, DType index,
+                                       const std::function<ScaleSlab(const Tile&)>& slab) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<Tile> b = for_range(0, blocks, kScaleChunk, {zeros(shape, DType::f32), full(shape, inf, DType::f32)},
+                                  [&](Tile i, std::vector<Tile> b) -> std::vector<Tile> {
+                                    auto [scales, present] = slab(cast(arange(0, kScaleChunk), index) + i);
+                                    Tile m = abs(cast(scales, DType::f32));
+                                    m = where(present, where(m != m, inf, m), 0.0);
+                                    return {maximum(b[0], m), minimum(b[1], where(m == 0.0, inf, m))};
+                                  });
+  return {max(max(b[0], 1), 0), min(min(b[1], 1), 0)};
+}
+
+// A scale's f32 value where it is a normal number: an e8m0 byte read as an f32 exponent (bytes 0
+// and 255, 2^-127 and NaN, need cast's care; the bounds keep them out of the loop that uses this).
+Tile normal_scale_value(const Tile& stored) {
+  if (stored.dtype() != DType::e8m0) return cast(stored, DType::f32);
+  return bitcast((cast(bitcast(stored, DType::i8), DType::i32) & 255) << 23, DType::f32);
+}
+
 // Everything the kernel's code depends on; the key of its memoized JitKernel.
 struct KernelSpec {
   DType lhs, rhs, out;
@@ -160,81 +205,38 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
               return fma(partial_at(kg), scale, acc);
             });
           } else {
-            // One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
-            // tiny rhs one would pass f32's range on the way to a result inside it. Where the
-            // factor itself leaves f32's normal range (2^100 x 2^30), the sum takes the scales
-            // one at a time instead, the one that moves it towards that range first. A scale of
-            // 0 makes its side's products 0: the factor 0 stands (one at a time, a huge other
-            // scale would take the sum to inf first, and inf x 0 is NaN).
-            auto scaled_sum = [&](const Tile& partial, const Tile& ls, const Tile& rs) {
-              Tile factor = ls * rs;  // (BLOCK_M, BLOCK_N)
-              Tile magnitude = abs(factor);
-              Tile normal = (magnitude >= std::numeric_limits<float>::min() &&
-                             magnitude <= std::numeric_limits<float>::max()) ||
-                            ls == 0.0 || rs == 0.0;
-              Tile l_smaller = abs(ls) <= abs(rs);
-              Tile first = where(magnitude > 1.0, where(l_smaller, ls, rs), where(l_smaller, rs, ls));
-              Tile second = where(magnitude > 1.0, where(l_smaller, rs, ls), where(l_smaller, ls, rs));
-              return where(normal, partial * factor, partial * first * second);
-            };
-            // Checking that per element costs a dozen instructions beside each product's one
-            // multiply-add. So the program first bounds its scales' magnitudes (zeros aside, NaN
-            // as inf): when each side's lie within f32's normal range, the largest factor is
-            // finite and the smallest normal (rounding is monotonic, so every factor between
-            // them is too), the loop adds partial x factor alone, as the check would choose, and
-            // reads an e8m0 scale's byte as an f32 exponent (bytes 0 and 255, 2^-127 and NaN,
-            // are outside those bounds).
-            const float inf = std::numeric_limits<float>::infinity();
-            const float smallest = std::numeric_limits<float>::min(), largest = std::numeric_limits<float>::max();
-            auto magnitude = [&](const Tile& scale) {
-              Tile m = abs(scale);
-              return where(m != m, inf, m);
-            };
-            auto nonzero = [&](const Tile& x) { return where(x == 0.0, inf, x); };
-            // Over this program's rows of lhs_scale and columns of rhs_scale, kScaleChunk blocks
-            // of K a step, in tiles whose loads are contiguous along the blocks or the columns.
-            // `slab` gives a step's scales and where they are (a masked e8m0 load reads byte 0,
-            // 2^-127, which must not count).
-            using Slab = std::pair<Tile, Tile>;
-            auto bounds_of = [&](const Tile& blocks, const Shape& shape, const std::function<Slab(const Tile&)>& slab) {
-              std::vector<Tile> b = for_range(0, blocks, kScaleChunk, {zeros(shape, f32), full(shape, inf, f32)},
-                                              [&](Tile i, std::vector<Tile> b) -> std::vector<Tile> {
-                                                auto [scales, present] = slab(index(arange(0, kScaleChunk)) + i);
-                                                Tile m = where(present, magnitude(cast(scales, f32)), 0.0);
-                                                return {maximum(b[0], m), minimum(b[1], nonzero(m))};
-                                              });
-              return std::pair{max(max(b[0], 1), 0), min(min(b[1], 1), 0)};
-            };
+            // Checking each factor costs a dozen instructions per element beside its one
+            // multiply-add (checked_scaled_sum). So the program first bounds its scales'
+            // magnitudes: when each side's lie within f32's normal range, the largest factor is
+            // finite and the smallest normal (rounding is monotonic, so every factor between them
+            // is too), the loop adds partial x factor alone, as the check would choose.
             Tile lhs_blocks = K / arg["lhs_block"], rhs_blocks = K / arg["rhs_block"];
-            auto [l_max, l_min] = bounds_of(lhs_blocks, {bm, kScaleChunk}, [&](const Tile& j) {  // (BLOCK_M, chunk)
+            auto [l_max, l_min] = magnitude_bounds(lhs_blocks, {bm, kScaleChunk}, spec.index, [&](const Tile& j) {  // (BLOCK_M, chunk)
               Tile present = expand_dims(rows < M, 1) && expand_dims(j < lhs_blocks, 0);
-              return Slab{load(ls_base + expand_dims(rows * arg["ls_sm"], 1) + expand_dims(j * arg["ls_sk"], 0), present),
-                          present};
+              return ScaleSlab{load(ls_base + expand_dims(rows * arg["ls_sm"], 1) + expand_dims(j * arg["ls_sk"], 0), present),
+                               present};
             });
-            auto [r_max, r_min] = bounds_of(rhs_blocks, {kScaleChunk, bn}, [&](const Tile& j) {  // (chunk, BLOCK_N)
+            auto [r_max, r_min] = magnitude_bounds(rhs_blocks, {kScaleChunk, bn}, spec.index, [&](const Tile& j) {  // (chunk, BLOCK_N)
               Tile present = expand_dims(j < rhs_blocks, 1) && expand_dims(cols < N, 0);
-              return Slab{load(rs_base + expand_dims(j * arg["rs_sk"], 1) + expand_dims(cols * arg["rs_sn"], 0), present),
-                          present};
+              return ScaleSlab{load(rs_base + expand_dims(j * arg["rs_sk"], 1) + expand_dims(cols * arg["rs_sn"], 0), present),
+                               present};
             });
+            const float smallest = std::numeric_limits<float>::min(), largest = std::numeric_limits<float>::max();
             Tile factors_normal = l_max <= largest && r_max <= largest && l_min >= smallest && r_min >= smallest &&
                                   l_max * r_max <= largest && l_min * r_min >= smallest;
-            auto normal_scale = [&](const Tile& stored) {
-              if (stored.dtype() != DType::e8m0) return cast(stored, f32);
-              return bitcast((cast(bitcast(stored, i8), i32) & 255) << 23, f32);
-            };
             acc = if_else(
                 factors_normal,
                 [&]() -> std::vector<Tile> {
                   return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
-                    Tile factor = expand_dims(normal_scale(row_scale_stored(kg)), 1) *
-                                  expand_dims(normal_scale(col_scale_stored(kg)), 0);  // (BLOCK_M, BLOCK_N)
+                    Tile factor = expand_dims(normal_scale_value(row_scale_stored(kg)), 1) *
+                                  expand_dims(normal_scale_value(col_scale_stored(kg)), 0);  // (BLOCK_M, BLOCK_N)
                     return fma(partial_at(kg), factor, acc);
                   })};
                 },
                 [&]() -> std::vector<Tile> {
                   return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
-                    return acc + scaled_sum(partial_at(kg), expand_dims(row_scale(kg), 1),
-                                            expand_dims(col_scale(kg), 0));
+                    return acc + checked_scaled_sum(partial_at(kg), expand_dims(row_scale(kg), 1),
+                                                    expand_dims(col_scale(kg), 0));
                   })};
                 })[0];
           }

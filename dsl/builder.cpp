@@ -658,6 +658,14 @@ Tile dot(const Tile& a, const Tile& b, Loc l) {
   return dot(a, b, zeros({a.shape()[0], b.shape()[1]}, acc, l), Precision::tf32, l);
 }
 
+Tile wait_after(const Tile& product, const Tile& ready, Loc l) {
+  SourceLoc loc = at(l);
+  if (product.is_pointer() || ready.is_pointer())
+    user_error("wait_after", loc, "expects a product and a value, got {} and {}", product.type().str(),
+               ready.type().str());
+  return emit(OpKind::wait_after, {product.value(), ready.value()}, product.type(), loc);
+}
+
 // --- control flow ------------------------------------------------------------------------
 
 std::vector<Tile> for_range(const Operand& lb, const Operand& ub, const Operand& step, std::vector<Tile> init,

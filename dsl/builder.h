@@ -147,6 +147,12 @@ enum class Precision { tf32, ieee, tf32x3 };  // for f32 inputs; tf32 is the def
 Tile dot(const Tile& a, const Tile& b, const Tile& acc, Precision precision = Precision::tf32,
          Loc loc = Loc::current());
 Tile dot(const Tile& a, const Tile& b, Loc loc = Loc::current());
+// `product` itself, where a dot's result is waited for only once `ready` is computed: on
+// sm_90a a dot's tensor-core group runs on until an op uses its result, and ptxas would
+// otherwise move that wait up past the ops in between (it places it where its latency model
+// expects the group done). wait_after(acc, l) keeps attention's exponentials (l, the row sums,
+// needs them all) running while its p · v does. No effect where nothing runs asynchronously.
+Tile wait_after(const Tile& product, const Tile& ready, Loc loc = Loc::current());
 
 // --- control flow ------------------------------------------------------------------------
 // for i in range(lb, ub, step) with loop-carried tiles: the body receives the induction

@@ -81,6 +81,8 @@ enum class OpKind : uint8_t {
   reduce, dot,
   // Control flow.
   for_loop, if_else, yield,
+  // Operand 0 itself, whose asynchronous computation is waited for after operand 1 is computed.
+  wait_after,
   // Debugging.
   print,
 };

@@ -183,6 +183,10 @@ class Verifier {
         block(op.region(1), types);
         break;
       }
+      case OpKind::wait_after:
+        counts(op, 2, 2, 1);
+        expect(operand(0) == result() && !operand(0).pointer && !operand(1).pointer, op, "wait_after types");
+        break;
       case OpKind::yield:
       case OpKind::print:
         expect(op.results.empty(), op, "has results");

@@ -174,4 +174,19 @@ inline dsl::Kernel branch_on_product_kernel(bool branch) {
       });
 }
 
+// x (BLOCK, BLOCK) bf16, doubled STEPS times by a loop that carries it, stored to out: a
+// 16-bit tile carried across the back edge (two elements to a 32-bit word).
+inline dsl::Kernel doubled_in_a_loop_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel("doubled_in_a_loop", {"x", "out"}, {{"BLOCK", 64}, {"STEPS", 4}},
+                       [](const Constants& c, Ptr<bf16> x, Ptr<bf16> out) {
+                         int64_t n = c["BLOCK"];
+                         Tile at = expand_dims(arange(0, n), 1) * n + expand_dims(arange(0, n), 0);
+                         Tile doubled = for_range(0, c["STEPS"], 1, load(x + at), [](Tile, Tile v) {
+                           return cast(cast(v, DType::f32) * 2.0, DType::bf16);
+                         });
+                         store(out + at, doubled);
+                       });
+}
+
 }  // namespace tilejit::testing_kernels

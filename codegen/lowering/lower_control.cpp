@@ -16,6 +16,36 @@ std::vector<llvm::Value*> boundary_regs(Lowering& L, const ir::Value* v, const L
   return v->type.is_scalar() ? std::vector<llvm::Value*>{L.scalar(v)} : L.in_layout(v, layout);
 }
 
+// A loop carries a tile of 16-bit registers two to a 32-bit word: the form a consumer of
+// pairs (a tensor-core A fragment: attention's lagged probabilities) takes them in, and the
+// form a pair is made in (cvt.rn.bf16x2.f32). Carried one value each, they cross the back edge
+// as 16-bit registers that ptxas packs at the dot, and moves the words it packs them into.
+bool carried_in_words(const std::vector<llvm::Value*>& regs) {
+  return !regs.empty() && regs.size() % 2 == 0 && regs[0]->getType()->getPrimitiveSizeInBits() == 16;
+}
+
+std::vector<llvm::Value*> pack_words(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& regs) {
+  auto* pair = llvm::FixedVectorType::get(regs[0]->getType(), 2);
+  std::vector<llvm::Value*> words;
+  for (size_t r = 0; r < regs.size(); r += 2) {
+    llvm::Value* v = b.CreateInsertElement(llvm::PoisonValue::get(pair), regs[r], uint64_t{0});
+    v = b.CreateInsertElement(v, regs[r + 1], uint64_t{1});
+    words.push_back(b.CreateBitCast(v, b.getInt32Ty()));
+  }
+  return words;
+}
+
+std::vector<llvm::Value*> unpack_words(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& words, llvm::Type* type) {
+  auto* pair = llvm::FixedVectorType::get(type, 2);
+  std::vector<llvm::Value*> regs;
+  for (llvm::Value* w : words) {
+    llvm::Value* v = b.CreateBitCast(w, pair);
+    regs.push_back(b.CreateExtractElement(v, uint64_t{0}));
+    regs.push_back(b.CreateExtractElement(v, uint64_t{1}));
+  }
+  return regs;
+}
+
 }  // namespace
 
 void Lowering::lower_for(const ir::Op& op) {
@@ -32,6 +62,12 @@ void Lowering::lower_for(const ir::Op& op) {
     layouts.push_back(yielded->type.is_scalar() ? LinearLayout{} : carried_layout(yielded));
     init.push_back(boundary_regs(*this, op.operands[3 + i], layouts[i]));
   }
+  std::vector<llvm::Type*> word_halves(carried, nullptr);  // the 16-bit type of a value carried in words
+  for (size_t i = 0; i < carried; ++i)
+    if (carried_in_words(init[i])) {
+      word_halves[i] = init[i][0]->getType();
+      init[i] = pack_words(b, init[i]);
+    }
   // The pipeline of this loop's loads: planned by the loop around it when a producer runs
   // across that loop's iterations, else here.
   LoopPipeline* pipeline = spanning_pipeline && &spanning_pipeline->loop() == &op ? spanning_pipeline : nullptr;
@@ -59,14 +95,15 @@ void Lowering::lower_for(const ir::Op& op) {
     stage->addIncoming(first_position, preheader);
   }
   std::vector<std::vector<llvm::PHINode*>> phis(carried);
-  for (size_t i = 0; i < carried; ++i) {
-    std::vector<llvm::Value*> regs;
+  for (size_t i = 0; i < carried; ++i)
     for (llvm::Value* v : init[i]) {
       llvm::PHINode* phi = b.CreatePHI(v->getType(), 2);
       phi->addIncoming(v, preheader);
       phis[i].push_back(phi);
-      regs.push_back(phi);
     }
+  for (size_t i = 0; i < carried; ++i) {
+    std::vector<llvm::Value*> regs(phis[i].begin(), phis[i].end());
+    if (word_halves[i]) regs = unpack_words(b, regs, word_halves[i]);
     const ir::Value* arg = body.args[1 + i];
     if (arg->type.is_scalar()) define_scalar(arg, regs[0]);
     else define(arg, Regs{layouts[i], regs});
@@ -80,7 +117,10 @@ void Lowering::lower_for(const ir::Op& op) {
   enter_region();
   lower_block(body);
   std::vector<std::vector<llvm::Value*>> next;
-  for (size_t i = 0; i < carried; ++i) next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
+  for (size_t i = 0; i < carried; ++i) {
+    next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
+    if (word_halves[i]) next.back() = pack_words(b, next.back());
+  }
   llvm::Value* iv_next = b.CreateAdd(iv, step, "iv.next", false, true);
   llvm::Value* stage_next = pipeline ? pipeline->next_position(stage) : nullptr;
   llvm::BasicBlock* latch = b.GetInsertBlock();

@@ -16,7 +16,9 @@
 // group. Otherwise nothing waits for it until an op uses its result: the ops in between
 // (attention's softmax of one block while the product with the previous block's
 // probabilities runs) overlap it. Before that op comes wgmma.wait_group N, N the groups
-// committed since, which completes the older groups too. A group that read tiles stored for
+// committed since, which completes the older groups too. ptxas moves such a wait up to where
+// it expects the group done; a wait_after op keeps it behind the ops its `ready` value needs
+// (lower_wait_after). A group that read tiles stored for
 // it into the scratch space also completes before the scratch space is handed out again
 // (Lowering::shared_base); the other tiles it may read stay put until the block ends (a loop
 // pipeline's ring slots, a loop's invariant tiles). A dot accumulating into a running group's
@@ -241,6 +243,30 @@ std::vector<llvm::Value*> Lowering::wait_for_wgmma(int pending, const std::vecto
   std::string kinds;
   for (llvm::Value* r : acc) kinds += r->getType()->isIntegerTy() ? 'r' : 'f';
   return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending), output_constraints(kinds, true), acc, {});
+}
+
+// ptxas places a wgmma.wait_group where its latency model expects the group done, ahead of
+// ops that do not depend on it. It does not move the wait above a shared-memory store, nor
+// that store above the ops its value depends on: so before the wait, each thread stores a
+// word that depends on every register of `ready` into its own anchor word, which nothing reads.
+void Lowering::lower_wait_after(const ir::Op& op) {
+  const ir::Value* product = op.operands[0];
+  const bool running = std::find(running_wgmma_.begin(), running_wgmma_.end(), product) != running_wgmma_.end();
+  const std::pair<const ir::Value*, llvm::BasicBlock*> anchor{op.operands[1], b.GetInsertBlock()};
+  if (running && last_anchor != anchor) {
+    last_anchor = anchor;
+    llvm::Value* word = nullptr;
+    for (llvm::Value* v : home(op.operands[1]).values) {  // numbers (the verifier takes no pointers)
+      llvm::Type* type = v->getType();
+      llvm::Value* bits = type->isIntegerTy() ? v : b.CreateBitCast(v, b.getIntNTy(type->getPrimitiveSizeInBits()));
+      bits = b.CreateZExtOrTrunc(bits, b.getInt32Ty());
+      word = word ? b.CreateOr(word, bits) : bits;
+    }
+    llvm::Value* anchors = b.CreateConstGEP1_64(b.getInt8Ty(), shared_block(), static_cast<uint64_t>(anchor_offset));
+    b.CreateStore(word, b.CreateGEP(b.getInt32Ty(), anchors, thread_id()));
+  }
+  if (running) complete_wgmma_read_by(op);
+  define(op.result(), home(product));
 }
 
 bool Lowering::chains_running_accumulator(const ir::Op& op) const {

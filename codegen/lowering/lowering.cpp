@@ -344,7 +344,7 @@ void Lowering::lower_block(const ir::Block& block) {
     // thread runs it). A region is lowered once but may run many times: the groups it would
     // wait for must have been committed before it.
     if (op->kind == ir::OpKind::for_loop || op->kind == ir::OpKind::if_else) complete_all_wgmma();
-    complete_wgmma_read_by(*op);
+    if (op->kind != ir::OpKind::wait_after) complete_wgmma_read_by(*op);  // it waits after its anchor
     if (product_turn && op.get() == product_turn->first) {
       wait_for_turn();
       turn_held = true;
@@ -382,6 +382,7 @@ void Lowering::lower_op(const ir::Op& op) {
     case K::for_loop: lower_for(op); return;
     case K::if_else: lower_if(op); return;
     case K::print: lower_print(op); return;
+    case K::wait_after: lower_wait_after(op); return;
     case K::yield: return;  // handled by the enclosing for / if
     default: lower_elementwise(op); return;
   }
@@ -450,6 +451,13 @@ LoweredKernel Lowering::run() {
     llvm::Value* arg = kernel_->getArg(first_arg[i]);
     if (fn.params[i].facts.equals_one) arg = llvm::ConstantInt::get(arg->getType(), 1);
     define_scalar(fn.body.args[i], arg);
+  }
+  bool waits_after = false;
+  ir::walk(fn.body, [&](const ir::Op& op) { waits_after |= op.kind == ir::OpKind::wait_after; });
+  if (waits_after) {
+    anchor_offset = scratch_offset;
+    scratch_offset += 4 * 32 * fn.num_warps;
+    reserve_shared(0);
   }
   lower_block(fn.body);
   b.CreateRetVoid();

@@ -146,6 +146,12 @@ class Lowering {
   std::vector<llvm::Value*> wait_for_wgmma(int pending, const std::vector<llvm::Value*>& acc);
   // Waits for every wgmma group still running on after its dot (lower_dot_wgmma.cpp).
   void complete_all_wgmma();
+  // Where each thread of a kernel with wait_after ops stores its anchor word (below the
+  // scratch space, one i32 per thread of the num_warps warps); -1: the kernel has none.
+  int64_t anchor_offset = -1;
+  // The value last stored as an anchor and the block it was stored in: a wait_after of the same
+  // value further on in that block (the next chunk of a product) needs no store of its own.
+  std::pair<const ir::Value*, llvm::BasicBlock*> last_anchor{nullptr, nullptr};
   // The widest access (in elements) for a load or store on `layout` (contiguity, alignment
   // and mask constancy allowing).
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
@@ -259,6 +265,7 @@ class Lowering {
   void lower_for(const ir::Op& op);
   void lower_if(const ir::Op& op);
   void lower_print(const ir::Op& op);
+  void lower_wait_after(const ir::Op& op);
 
   // Elementwise computation shared by lowering and rematerialization.
   std::vector<llvm::Value*> compute_elementwise(const ir::Op& op, const std::vector<std::vector<llvm::Value*>>& in,

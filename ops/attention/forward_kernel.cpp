@@ -24,7 +24,7 @@
 // Overlap (OVERLAP, config.h). Each iteration issues q · k for its block and p · v for the
 // block before (each_block_lagged), then computes its softmax: on sm_90a the logits wait for
 // q · k alone, and p · v runs on the tensor cores while the softmax runs, until the
-// accumulator is rescaled at the end of the iteration. acc then holds the blocks up to the previous one, scaled to this
+// accumulator is rescaled at the end of the iteration (after the row sums: wait_after). acc then holds the blocks up to the previous one, scaled to this
 // block's max: acc' = (acc + p_prev · v_prev) * alpha. The iteration after the last block
 // computes an all-masked softmax (alpha = 1, p = 0) to finish the last p · v. Without
 // OVERLAP each iteration does its own block: acc' = acc * alpha + p · v.
@@ -71,6 +71,8 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
             AttentionTiles::Logits logits =
                 a.logits(qk, expand_dims(rows, 1), expand_dims(keys, 0), head, {.queries = false, .keys = key_bound});
             SoftmaxStep sm = online_softmax(logits, carried[0], carried[1]);
+            // The exponentials run while p · v does: the row sums need them all.
+            if (a.overlap) acc = map_chunks(acc, [&](const Tile& x) { return wait_after(x, sm.l); });
             acc = map_chunks(acc, [&](const Tile& x) { return x * expand_dims(sm.alpha, 1); });
             if (!a.overlap) acc = p_times_v(sm.p, s.block, acc);
             std::vector<Tile> next = {sm.m, sm.l};

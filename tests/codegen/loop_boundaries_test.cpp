@@ -7,7 +7,7 @@
 // computed row statistic broadcast over a product moves as a column, not as the product's
 // whole tile, and two loaded tiles added to a product are loaded in its layout; a product of
 // two broadcasts is formed in the layout of the tile it meets, and an if / else's result stays
-// in the layout its branch yields.
+// in the layout its branch yields; a loop carries a 16-bit tile two elements to a word.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -157,6 +157,19 @@ TEST(InvariantOperands, AWgmmaOperandComputedBeforeTheLoopIsStoredOnce) {
   EXPECT_EQ(count(body, "st.shared"), 2u) << body;
   std::string before = k.ptx.substr(0, k.ptx.find(body));
   EXPECT_EQ(count(before, "st.shared"), 1u) << "w's one store (16 x 32 bf16: 8 bytes per thread)\n" << before;
+}
+
+TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {
+  // A (64, 64) bf16 tile on 4 warps, 32 elements per thread: 16 phis of i32 words, none of
+  // bfloat (the loop's index is the 17th i32 phi).
+  dsl::Kernel kernel = testing_kernels::doubled_in_a_loop_kernel();
+  auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    std::string ir = lower_to_llvm_text(*fn, find_target(arch));
+    EXPECT_EQ(count(ir, "phi bfloat"), 0u) << ir;
+    EXPECT_EQ(count(ir, "phi i32"), 17u) << ir;
+  }
 }
 
 }  // namespace

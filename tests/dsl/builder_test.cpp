@@ -1018,6 +1018,21 @@ TEST(DslOps, Print) {
   EXPECT_EQ(prints[0]->attr_str("prefix"), "v = ");
 }
 
+TEST(DslOps, WaitAfterPassesTheProductThrough) {
+  auto fn = trace("wait_after", {"x"}, [](const Constants&, Ptr<f32> x) {
+    Tile v = load(x + arange(0, 8));
+    Tile ready = exp(v);
+    Tile product = wait_after(v * 2.0, ready);
+    store(x + arange(0, 8), product + ready);
+  });
+  auto waits = ops_of(*fn, OpKind::wait_after);
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_EQ(waits[0]->result()->type, waits[0]->operands[0]->type);
+  EXPECT_EQ(waits[0]->operands[0]->def->kind, OpKind::mul);
+  EXPECT_EQ(waits[0]->operands[1]->def->kind, OpKind::exp);
+  EXPECT_CONTAINS(fn->str(), "wait_after");
+}
+
 TEST(DslOps, StaticCheckThatHoldsEmitsNothing) {
   auto fn = trace(
       "static", {},

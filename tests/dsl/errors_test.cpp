@@ -844,6 +844,16 @@ TEST(DslErrors, DotUnsupportedDtypePairs) {
   }
 }
 
+TEST(DslErrors, WaitAfterTakesNoPointers) {
+  int line = 0;
+  std::string msg = trace_error({"x"}, [&](const Constants&, Ptr<f32> x) {
+    Tile ptrs = x + arange(0, 32);
+    line = __LINE__; (void)wait_after(ptrs, zeros({32}, f32));
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "wait_after: expects a product and a value, got tile<32xptr<f32>>");
+}
+
 // --- control flow ------------------------------------------------------------------------------
 
 TEST(DslErrors, LoopCarriedTypeChange) {

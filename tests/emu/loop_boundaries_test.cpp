@@ -3,7 +3,8 @@
 // in the rows of the dot's accumulator, also over a bias, a mask and a row offset loaded in
 // the logits' layout; a dot operand computed before its loop, which sm_90a stores to shared
 // memory once for every iteration's wgmma; an accumulator carried by two nested loops; a
-// computed row statistic broadcast over a product, and two loaded tiles added to one.
+// computed row statistic broadcast over a product, and two loaded tiles added to one; a 16-bit
+// tile carried in words.
 #include <cmath>
 #include <functional>
 
@@ -155,6 +156,24 @@ TEST(LoopBoundaries, TilesAddedToAProduct) {
       }
       expect_scaled("row max of x . w^T + the addend", download(out).values(), expected, scale, 1e-5);
     }
+}
+
+// A bf16 tile carried by a loop in 32-bit words (two elements each), doubled at each step:
+// exact in bf16 for these magnitudes.
+TEST(LoopBoundaries, SixteenBitTileCarriedInWords) {
+  static JitKernel kernel(testing_kernels::doubled_in_a_loop_kernel());
+  const int64_t n = 64, steps = 4;
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    TJ_SEEDED_RNG(rng);
+    Device& device = Device::by_name(std::string("emu:") + arch);
+    Host x = random_host(DType::bf16, size_t(n * n), rng, -2, 2);
+    Tensor out = poisoned(DType::bf16, {n, n}, device);
+    bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(x, {}, device), out);
+    std::vector<LD> expected;
+    for (size_t i = 0; i < size_t(n * n); ++i) expected.push_back(x.get(i) * (1 << steps));
+    expect_values("x doubled 4 times", download(out), expected, exact());
+  }
 }
 
 }  // namespace

@@ -120,6 +120,25 @@ TEST(Attention, BackwardBlocksByTma) {
   }
 }
 
+// The forward's PTX with OVERLAP on sm_90a: in each loop, the wait for p · v (wait_group 0,
+// after the wait for q · k alone) follows every exponential of the block's softmax, behind the
+// store of the anchor word made of the row sums (wait_after), which ptxas does not move it above.
+void expect_exponentials_before_the_wait(const std::string& ptx) {
+  const std::string wait_one = "wgmma.wait_group.sync.aligned 1;", wait_all = "wgmma.wait_group.sync.aligned 0;";
+  int loops = 0;
+  for (size_t at = ptx.find(wait_one); at != std::string::npos; at = ptx.find(wait_one, at + 1), ++loops) {
+    std::string softmax = ptx.substr(at, ptx.find(wait_all, at) - at);
+    size_t anchor = softmax.rfind("st.shared.b32");
+    ASSERT_NE(anchor, std::string::npos) << softmax;
+    EXPECT_GT(tilejit::codegen::count(softmax, "ex2.approx"), 0u) << softmax;
+    std::string after_anchor = softmax.substr(anchor);
+    EXPECT_EQ(tilejit::codegen::count(after_anchor, "ex2.approx"), 0u) << after_anchor;
+    // The anchor's line, then the inline assembly's opening comment, then the wait.
+    EXPECT_EQ(std::count(after_anchor.begin(), after_anchor.end(), '\n'), 2) << after_anchor;
+  }
+  EXPECT_GE(loops, 1);
+}
+
 // OVERLAP (config.h): the forward finishes each block's p · v in the next iteration and the
 // backward issues dout · v^T with q · k^T, through both passes of the block skipping (rows
 // with no kept key send a program through every block), GQA sums and padding lengths. On
@@ -142,6 +161,13 @@ TEST(Attention, OverlappedProducts) {
       return text.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos;
     });
     EXPECT_EQ(waiting_for_one, std::string(device) == "emu:sm_90a" ? 3u : 0u) << device;
+    if (std::string(device) == "emu:sm_90a") {
+      auto forward = std::find_if(ptx.begin(), ptx.end(), [](const std::string& text) {
+        return text.find(".entry attention_forward") != std::string::npos;
+      });
+      ASSERT_NE(forward, ptx.end());
+      expect_exponentials_before_the_wait(*forward);
+    }
     if (std::string(device) == "emu:sm_90a" && tilejit::codegen::find_ptxas())
       for (const std::string& text : ptx) tilejit::codegen::expect_overlap_kept(tilejit::codegen::run_ptxas(text, "sm_90a"), device);
     AttentionCase windowed = c;

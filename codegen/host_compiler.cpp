@@ -110,30 +110,34 @@ std::string symbol_list(const std::set<std::string>& provided) {
 
 // The function a call to an NVVM intrinsic of type `type` becomes: the runtime's `host`
 // itself, or, where the types do not map onto C's calling convention, a small wrapper: a
-// struct result is written through a pointer passed first, and a vector parameter (the
-// <2 x half> words of mma.sync) is passed as an integer of the same bits.
+// struct result is written through a pointer passed first, and a vector parameter or result
+// (the <2 x half> words of mma.sync and of the fp8 pair conversions) travels as an integer of
+// the same bits.
 llvm::Function* bind_intrinsic(llvm::Module& m, llvm::FunctionType* type, const std::string& host) {
-  bool struct_result = type->getReturnType()->isStructTy();
+  llvm::Type* result = type->getReturnType();
+  bool struct_result = result->isStructTy(), vector_result = result->isVectorTy();
   bool vector_params = std::any_of(type->param_begin(), type->param_end(), [](llvm::Type* t) { return t->isVectorTy(); });
-  if (!struct_result && !vector_params) return llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, host, m);
+  if (!struct_result && !vector_result && !vector_params)
+    return llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, host, m);
   llvm::LLVMContext& ctx = m.getContext();
   const llvm::DataLayout& layout = m.getDataLayout();
+  auto as_integer = [&](llvm::Type* t) -> llvm::Type* {
+    return t->isVectorTy() ? llvm::IntegerType::get(ctx, static_cast<unsigned>(layout.getTypeSizeInBits(t))) : t;
+  };
   std::vector<llvm::Type*> params;
   if (struct_result) params.push_back(llvm::PointerType::get(ctx, 0));
-  for (llvm::Type* t : type->params())
-    params.push_back(t->isVectorTy() ? llvm::IntegerType::get(ctx, static_cast<unsigned>(layout.getTypeSizeInBits(t)))
-                                     : t);
-  llvm::Type* result_type = struct_result ? llvm::Type::getVoidTy(ctx) : type->getReturnType();
-  llvm::FunctionCallee runtime = m.getOrInsertFunction(host, llvm::FunctionType::get(result_type, params, false));
+  for (llvm::Type* t : type->params()) params.push_back(as_integer(t));
+  llvm::Type* runtime_result = struct_result ? llvm::Type::getVoidTy(ctx) : as_integer(result);
+  llvm::FunctionCallee runtime = m.getOrInsertFunction(host, llvm::FunctionType::get(runtime_result, params, false));
   auto* wrapper = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, host + ".wrapper", m);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
-  llvm::Value* result = struct_result ? b.CreateAlloca(type->getReturnType()) : nullptr;
+  llvm::Value* slot = struct_result ? b.CreateAlloca(result) : nullptr;
   std::vector<llvm::Value*> args;
-  if (result) args.push_back(result);
+  if (slot) args.push_back(slot);
   for (llvm::Argument& a : wrapper->args())
     args.push_back(a.getType()->isVectorTy() ? b.CreateBitCast(&a, params[args.size()]) : &a);
   llvm::Value* call = b.CreateCall(runtime, args);
-  b.CreateRet(result ? b.CreateLoad(type->getReturnType(), result) : call);
+  b.CreateRet(slot ? b.CreateLoad(result, slot) : vector_result ? b.CreateBitCast(call, result) : call);
   return wrapper;
 }
 

@@ -1,7 +1,8 @@
-// Conversions between element types. fp8 (e4m3, e5m2) and e8m0 have no arithmetic on the
-// targets we share with the emulator, so they are encoded and decoded with integer and f32
-// operations that round to nearest even exactly as SEMANTICS.md says.
+// Conversions between element types. fp8 (e4m3, e5m2) and e8m0 have no arithmetic, so they are
+// encoded and decoded with integer and f32 operations that round to nearest even exactly as
+// SEMANTICS.md says; sm_89+ widens fp8 with its conversion instruction.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/lowering/lowering.h"
 
@@ -26,8 +27,23 @@ Fp8Format format_of(DType t) {
 llvm::Value* f32_from_bits(Lowering& L, llvm::Value* bits) { return L.b.CreateBitCast(bits, L.b.getFloatTy()); }
 llvm::Value* bits_of(Lowering& L, llvm::Value* f) { return L.b.CreateBitCast(f, L.b.getInt32Ty()); }
 
+// sm_89+ widens fp8 pairs to f16 pairs in one instruction (every fp8 value is an f16 value):
+// `low` and `high` (`high` may be null) as f32.
+bool widens_fp8_pairs(const Lowering& L) { return L.target.compute_capability >= 89; }
+
+std::pair<llvm::Value*, llvm::Value*> fp8_pair_to_f32(Lowering& L, llvm::Value* low, llvm::Value* high, DType t) {
+  auto& B = L.b;
+  llvm::Value* pair = B.CreateZExt(low, B.getInt16Ty());
+  if (high) pair = B.CreateOr(pair, B.CreateShl(B.CreateZExt(high, B.getInt16Ty()), 8));
+  auto id = t == DType::f8e4m3 ? llvm::Intrinsic::nvvm_e4m3x2_to_f16x2_rn : llvm::Intrinsic::nvvm_e5m2x2_to_f16x2_rn;
+  llvm::Value* halves = L.call_intrinsic(id, {}, {pair});
+  auto widen = [&](uint64_t i) { return B.CreateFPExt(B.CreateExtractElement(halves, i), B.getFloatTy()); };
+  return {widen(0), high ? widen(1) : nullptr};
+}
+
 llvm::Value* fp8_to_f32(Lowering& L, llvm::Value* byte, DType t) {
   auto& B = L.b;
+  if (widens_fp8_pairs(L)) return fp8_pair_to_f32(L, byte, nullptr, t).first;
   Fp8Format f = format_of(t);
   llvm::Value* v = B.CreateZExt(byte, B.getInt32Ty());
   llvm::Value* sign = B.CreateShl(B.CreateLShr(v, 7), 31);
@@ -156,6 +172,22 @@ llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool s
   // Between f16, bf16 and f32: through f32 when neither side is f32.
   if (from != DType::f32 && to != DType::f32) return B.CreateFPTrunc(B.CreateFPExt(x, B.getFloatTy()), target);
   return to == DType::f32 ? B.CreateFPExt(x, target) : B.CreateFPTrunc(x, target);
+}
+
+std::vector<llvm::Value*> emit_casts(Lowering& L, const std::vector<llvm::Value*>& x, int count, DType from, DType to,
+                                     bool saturate) {
+  std::vector<llvm::Value*> out;
+  const bool pairs = is_fp8(from) && from != to && widens_fp8_pairs(L);
+  for (int i = 0; i < count; i += pairs ? 2 : 1) {
+    if (!pairs) {
+      out.push_back(emit_cast(L, x[size_t(i)], from, to, saturate));
+      continue;
+    }
+    auto [low, high] = fp8_pair_to_f32(L, x[size_t(i)], i + 1 < count ? x[size_t(i + 1)] : nullptr, from);
+    out.push_back(emit_cast(L, low, DType::f32, to, saturate));
+    if (high) out.push_back(emit_cast(L, high, DType::f32, to, saturate));
+  }
+  return out;
 }
 
 }  // namespace tilejit::codegen::lowering

@@ -156,6 +156,8 @@ std::vector<llvm::Value*> Lowering::compute_elementwise(const ir::Op& op,
                                                         int count) {
   const ir::Type& operand_type = op.operands[0]->type;
   DType dtype = operand_type.dtype;
+  if (op.kind == K::cast)
+    return emit_casts(*this, in[0], count, dtype, op.attr_dtype("to"), op.attr_int("saturate") != 0);
   std::vector<llvm::Value*> out;
   for (int i = 0; i < count; ++i) {
     auto x = [&](size_t k) { return in[k][i]; };
@@ -166,7 +168,6 @@ std::vector<llvm::Value*> Lowering::compute_elementwise(const ir::Op& op,
       case K::cmp: r = emit_compare(*this, op.attr_str("predicate"), dtype, x(0), x(1)); break;
       case K::fma: r = call_intrinsic(llvm::Intrinsic::fma, {x(0)->getType()}, {x(0), x(1), x(2)}); break;
       case K::select: r = b.CreateSelect(x(0), x(1), x(2)); break;
-      case K::cast: r = emit_cast(*this, x(0), dtype, op.attr_dtype("to"), op.attr_int("saturate") != 0); break;
       case K::bitcast: r = b.CreateBitCast(x(0), llvm_type(ir::Type::scalar(op.attr_dtype("to")))); break;
       case K::addptr: r = b.CreateGEP(memory_type(dtype), x(0), x(1)); break;
       default: TJ_CHECK(false);

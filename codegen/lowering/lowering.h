@@ -334,6 +334,9 @@ ReducedLayout reduced_layout(const LinearLayout& in, int axis);
 llvm::Value* emit_binary(Lowering& L, ir::OpKind kind, DType dtype, llvm::Value* a, llvm::Value* b);
 llvm::Value* emit_compare(Lowering& L, const std::string& predicate, DType dtype, llvm::Value* a, llvm::Value* b);
 llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool saturate);
+// emit_cast of each of `count` registers; sm_89+ widens fp8 two registers per instruction.
+std::vector<llvm::Value*> emit_casts(Lowering& L, const std::vector<llvm::Value*>& x, int count, DType from, DType to,
+                                     bool saturate);
 
 }  // namespace lowering
 }  // namespace tilejit::codegen

@@ -246,16 +246,27 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
             Tile a_mask = row_ok && expand_dims(kk < K, 0);
             Tile b_mask = expand_dims(kk < K, 1) && col_ok;
             Tile a = a_tile(k, a_mask), b = b_tile(k, b_mask);
+            // A power-of-two block that BLOCK_K divides gives the whole K tile one scale per row
+            // (column): loaded once and broadcast, not once per element.
+            auto tile_wide = [&](int shift) { return shift >= 0 && (int64_t{1} << shift) % bk == 0; };
             if (spec.lhs_scale) {
-              Tile s = load(ls_base + expand_dims(rows, 1) * arg["ls_sm"] +
-                                expand_dims(scale_step(kk, "lhs_block", spec.lhs_block_shift), 0) * arg["ls_sk"],
-                            a_mask);  // (BLOCK_M, BLOCK_K)
+              Tile s = tile_wide(spec.lhs_block_shift)
+                           ? expand_dims(load(ls_base + rows * arg["ls_sm"] + (k >> spec.lhs_block_shift) * arg["ls_sk"],
+                                              rows < M),
+                                         1)  // (BLOCK_M, 1)
+                           : load(ls_base + expand_dims(rows, 1) * arg["ls_sm"] +
+                                      expand_dims(scale_step(kk, "lhs_block", spec.lhs_block_shift), 0) * arg["ls_sk"],
+                                  a_mask);  // (BLOCK_M, BLOCK_K)
               a = cast(a, f32) * cast(s, f32);
             }
             if (spec.rhs_scale) {
-              Tile s = load(rs_base + expand_dims(scale_step(kk, "rhs_block", spec.rhs_block_shift), 1) * arg["rs_sk"] +
-                                expand_dims(cols, 0) * arg["rs_sn"],
-                            b_mask);  // (BLOCK_K, BLOCK_N)
+              Tile s = tile_wide(spec.rhs_block_shift)
+                           ? expand_dims(load(rs_base + (k >> spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"],
+                                              cols < N),
+                                         0)  // (1, BLOCK_N)
+                           : load(rs_base + expand_dims(scale_step(kk, "rhs_block", spec.rhs_block_shift), 1) * arg["rs_sk"] +
+                                      expand_dims(cols, 0) * arg["rs_sn"],
+                                  b_mask);  // (BLOCK_K, BLOCK_N)
               b = cast(b, f32) * cast(s, f32);
             }
             return f32_dot(for_dot(a), for_dot(b), acc, spec.precision);

@@ -10,6 +10,7 @@ codegen::HostSymbols runtime_symbols() {
   add_printf_symbols(out);
   add_bf16_symbols(out);
   add_bf16_fma_symbols(out);
+  add_fp8_symbols(out);
   add_mma_symbols(out);
   add_ldmatrix_symbols(out);
   add_async_copy_symbols(out);

@@ -14,6 +14,7 @@ void add_math_symbols(codegen::HostSymbols& out);    // libdevice's __nv_* funct
 void add_printf_symbols(codegen::HostSymbols& out);  // vprintf
 void add_bf16_symbols(codegen::HostSymbols& out);    // bf16 conversions as the GPU rounds them
 void add_bf16_fma_symbols(codegen::HostSymbols& out);  // bf16 fma, rounded once
+void add_fp8_symbols(codegen::HostSymbols& out);       // fp8 pairs widened to f16 pairs
 void add_mma_symbols(codegen::HostSymbols& out);     // mma.sync, tf32 conversion
 void add_ldmatrix_symbols(codegen::HostSymbols& out);  // ldmatrix
 void add_async_copy_symbols(codegen::HostSymbols& out);  // cp.async and its groups

@@ -666,6 +666,12 @@ Tile wait_after(const Tile& product, const Tile& ready, Loc l) {
   return emit(OpKind::wait_after, {product.value(), ready.value()}, product.type(), loc);
 }
 
+Tile once_per_element(const Tile& x, Loc l) {
+  SourceLoc loc = at(l);
+  if (x.is_pointer()) user_error("once_per_element", loc, "expects a value, got {}", x.type().str());
+  return emit(OpKind::once_per_element, {x.value()}, x.type(), loc);
+}
+
 // --- control flow ------------------------------------------------------------------------
 
 std::vector<Tile> for_range(const Operand& lb, const Operand& ub, const Operand& step, std::vector<Tile> init,

@@ -153,6 +153,11 @@ Tile dot(const Tile& a, const Tile& b, Loc loc = Loc::current());
 // expects the group done). wait_after(acc, l) keeps attention's exponentials (l, the row sums,
 // needs them all) running while its p · v does. No effect where nothing runs asynchronously.
 Tile wait_after(const Tile& product, const Tile& ready, Loc loc = Loc::current());
+// `x` itself, where the ops that compute x run once per element (in the default layout, each
+// element in one thread) and x then moves to the threads that use it, instead of each of those
+// threads computing its copies. For a vector decoded at some cost and broadcast over a tile
+// (scaled_dot's column scales over a wgmma accumulator: 32 columns in each of 256 threads).
+Tile once_per_element(const Tile& x, Loc loc = Loc::current());
 
 // --- control flow ------------------------------------------------------------------------
 // for i in range(lb, ub, step) with loop-carried tiles: the body receives the induction

@@ -46,7 +46,7 @@ constexpr std::array kOpNames = {
     "xor", "shl", "shr", "cmp", "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "rsqrt", "sin", "cos", "tanh", "erf", "rint", "sigmoid", "fma", "select", "cast", "bitcast",
     "addptr", "load", "store", "atomic_add", "atomic_max", "atomic_cas", "desc_load", "desc_store", "reduce", "dot", "for",
-    "if", "yield", "wait_after", "print",
+    "if", "yield", "wait_after", "once_per_element", "print",
 };
 static_assert(kOpNames.size() == static_cast<size_t>(OpKind::print) + 1);
 }  // namespace

@@ -83,6 +83,8 @@ enum class OpKind : uint8_t {
   for_loop, if_else, yield,
   // Operand 0 itself, whose asynchronous computation is waited for after operand 1 is computed.
   wait_after,
+  // The operand itself, computed once per element (not by every thread that holds a copy of it).
+  once_per_element,
   // Debugging.
   print,
 };

@@ -187,6 +187,10 @@ class Verifier {
         counts(op, 2, 2, 1);
         expect(operand(0) == result() && !operand(0).pointer && !operand(1).pointer, op, "wait_after types");
         break;
+      case OpKind::once_per_element:
+        counts(op, 1, 1, 1);
+        expect(operand(0) == result() && !operand(0).pointer, op, "once_per_element types");
+        break;
       case OpKind::yield:
       case OpKind::print:
         expect(op.results.empty(), op, "has results");

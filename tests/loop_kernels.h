@@ -174,6 +174,25 @@ inline dsl::Kernel branch_on_product_kernel(bool branch) {
       });
 }
 
+// dot(x, w^T) times a power of two per column, 2^(bytes[column] - 127), decoded from the byte
+// by integer operations (bytes 1 to 254); with `once`, the decoded scales are computed once per
+// element (once_per_element) before they are broadcast over the product.
+inline dsl::Kernel column_scaled_product_kernel(bool once) {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      once ? "product_times_scales_decoded_once" : "product_times_scales_decoded_in_place", {"x", "w", "bytes", "out"},
+      {{"BLOCK_M", 64}, {"N", 128}, {"K", 16}}, [once](const Constants& c, Ptr<bf16> x, Ptr<bf16> w, Ptr<i8> bytes, Ptr<f32> out) {
+        int64_t bm = c["BLOCK_M"], n = c["N"], k = c["K"];
+        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, k);
+        Tile x_tile = load(x + expand_dims(rows, 1) * k + expand_dims(ks, 0));  // (BLOCK_M, K)
+        Tile w_tile = load(w + expand_dims(cols, 1) * k + expand_dims(ks, 0));  // (N, K)
+        Tile product = dot(x_tile, trans(w_tile), zeros({bm, n}, DType::f32));  // (BLOCK_M, N)
+        Tile scale = bitcast((cast(load(bytes + cols), DType::i32) & 255) << 23, DType::f32);  // (N)
+        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0),
+              product * expand_dims(once ? once_per_element(scale) : scale, 0));
+      });
+}
+
 // x (BLOCK, BLOCK) bf16, doubled STEPS times by a loop that carries it, stored to out: a
 // 16-bit tile carried across the back edge (two elements to a 32-bit word).
 inline dsl::Kernel doubled_in_a_loop_kernel() {

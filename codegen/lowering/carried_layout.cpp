@@ -40,7 +40,8 @@ std::optional<LinearLayout> Lowering::predicted_layout(const ir::Value* v, int d
     case K::trans:
       if (auto in = operand()) return in->permute(op->attr_ints("perm"));
       return std::nullopt;
-    case K::wait_after: return operand();
+    case K::wait_after:
+    case K::once_per_element: return operand();
     case K::load:
       if (v->type.is_scalar()) return std::nullopt;
       // A load's layout follows its users; each step takes a share of the depth, so that

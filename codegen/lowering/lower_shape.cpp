@@ -61,7 +61,9 @@ void Lowering::lower_constant_like(const ir::Op& op) {
 // hold what that layout needs along the broadcast dims (a reduction's result over that
 // tile): no data moves, and the elementwise op needs no conversion. That tile may also come
 // further on, past elementwise ops of broadcasts: a (rows, 1) scale times a (1, columns) one,
-// the product then multiplying a dot's result. Else the default layout.
+// the product then multiplying a dot's result; its layout is taken even where the source must
+// move to reach it (once_per_element), as it would to meet that tile anyway. Else the default
+// layout.
 LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>& dims) {
   const ir::Value* result = op.result();
   const LinearLayout& source = home(op.operands[0]).layout;
@@ -76,8 +78,7 @@ LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>
   }
   std::optional<LinearLayout> further =
       consumer_layout(result, [&](const ir::Value* x) { return predicted_layout(x, 0); }, 0);
-  if (further && register_map(source, further->squash(dims))) return *further;
-  return default_layout(result->type.shape);
+  return further.value_or(default_layout(result->type.shape));
 }
 
 void Lowering::lower_shape_op(const ir::Op& op) {

@@ -383,6 +383,8 @@ void Lowering::lower_op(const ir::Op& op) {
     case K::if_else: lower_if(op); return;
     case K::print: lower_print(op); return;
     case K::wait_after: lower_wait_after(op); return;
+    // Its operand's producers took their own layout: consumer_layout does not follow users past it.
+    case K::once_per_element: define(op.result(), home(op.operands[0])); return;
     case K::yield: return;  // handled by the enclosing for / if
     default: lower_elementwise(op); return;
   }

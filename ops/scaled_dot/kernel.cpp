@@ -228,8 +228,11 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                 factors_normal,
                 [&]() -> std::vector<Tile> {
                   return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
+                    // Each thread of the accumulator holds 32 columns: the column scales are decoded
+                    // once each and moved there.
                     Tile factor = expand_dims(normal_scale_value(row_scale_stored(kg)), 1) *
-                                  expand_dims(normal_scale_value(col_scale_stored(kg)), 0);  // (BLOCK_M, BLOCK_N)
+                                  expand_dims(once_per_element(normal_scale_value(col_scale_stored(kg))),
+                                              0);  // (BLOCK_M, BLOCK_N)
                     return fma(partial_at(kg), factor, acc);
                   })};
                 },

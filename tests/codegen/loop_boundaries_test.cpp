@@ -7,7 +7,8 @@
 // computed row statistic broadcast over a product moves as a column, not as the product's
 // whole tile, and two loaded tiles added to a product are loaded in its layout; a product of
 // two broadcasts is formed in the layout of the tile it meets, and an if / else's result stays
-// in the layout its branch yields; a loop carries a 16-bit tile two elements to a word.
+// in the layout its branch yields; a vector computed once per element moves to the layout of
+// the product it scales; a loop carries a 16-bit tile two elements to a word.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -157,6 +158,20 @@ TEST(InvariantOperands, AWgmmaOperandComputedBeforeTheLoopIsStoredOnce) {
   EXPECT_EQ(count(body, "st.shared"), 2u) << body;
   std::string before = k.ptx.substr(0, k.ptx.find(body));
   EXPECT_EQ(count(before, "st.shared"), 1u) << "w's one store (16 x 32 bf16: 8 bytes per thread)\n" << before;
+}
+
+TEST(BroadcastLayout, AVectorComputedOncePerElementMovesToTheProductsLayout) {
+  // Each of the 128 threads holds 32 of the product's 128 columns. Decoded where the product
+  // lives, each thread shifts its 32 scale bytes; with once_per_element each thread decodes one
+  // and the scales move to the product's layout through shared memory.
+  CompiledKernel in_place = compiled(testing_kernels::column_scaled_product_kernel(false), "sm_90a");
+  CompiledKernel once = compiled(testing_kernels::column_scaled_product_kernel(true), "sm_90a");
+  EXPECT_EQ(count(once.ptx, ", 23;"), 1u) << once.ptx;
+  EXPECT_GE(count(in_place.ptx, ", 23;"), 16u) << in_place.ptx;
+  EXPECT_GT(count(once.ptx, "ld.shared"), count(in_place.ptx, "ld.shared"));
+  // One move, straight to the product's layout (two barriers), not first to the default layout
+  // where the broadcast would have been formed.
+  EXPECT_EQ(count(once.ptx, "bar.sync"), count(in_place.ptx, "bar.sync") + 2) << once.ptx;
 }
 
 TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {

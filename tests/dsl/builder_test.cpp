@@ -1033,6 +1033,18 @@ TEST(DslOps, WaitAfterPassesTheProductThrough) {
   EXPECT_CONTAINS(fn->str(), "wait_after");
 }
 
+TEST(DslOps, OncePerElementPassesItsOperandThrough) {
+  auto fn = trace("once", {"x"}, [](const Constants&, Ptr<f32> x) {
+    Tile v = exp(load(x + arange(0, 8)));
+    store(x + arange(0, 8), once_per_element(v) * 2.0);
+  });
+  auto ops = ops_of(*fn, OpKind::once_per_element);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0]->result()->type, ops[0]->operands[0]->type);
+  EXPECT_EQ(ops[0]->operands[0]->def->kind, OpKind::exp);
+  EXPECT_CONTAINS(fn->str(), "once_per_element");
+}
+
 TEST(DslOps, StaticCheckThatHoldsEmitsNothing) {
   auto fn = trace(
       "static", {},

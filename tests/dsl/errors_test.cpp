@@ -844,6 +844,15 @@ TEST(DslErrors, DotUnsupportedDtypePairs) {
   }
 }
 
+TEST(DslErrors, OncePerElementTakesNoPointers) {
+  int line = 0;
+  std::string msg = trace_error({"x"}, [&](const Constants&, Ptr<f32> x) {
+    line = __LINE__; (void)once_per_element(x + arange(0, 32));
+  });
+  EXPECT_ERROR_AT(msg, kFile, line);
+  EXPECT_CONTAINS(msg, "once_per_element: expects a value, got tile<32xptr<f32>>");
+}
+
 TEST(DslErrors, WaitAfterTakesNoPointers) {
   int line = 0;
   std::string msg = trace_error({"x"}, [&](const Constants&, Ptr<f32> x) {

@@ -88,6 +88,11 @@ TEST(LoopBoundaries, OnlineSoftmaxRowStatistics) {
     }
 }
 
+// Random bf16 operands of a product: x (rows, K) and w with `w_elements` elements.
+std::pair<Host, Host> product_operands(Rng& rng, int64_t rows, int64_t k, int64_t w_elements) {
+  return {random_host(DType::bf16, size_t(rows * k), rng, -2, 2), random_host(DType::bf16, size_t(w_elements), rng, -2, 2)};
+}
+
 // out = x @ w^T per column block, by `kernel` (invariant_weight_kernel's parameters).
 void expect_products_per_block(JitKernel& kernel) {
   const int64_t rows = 64, n = 16, block_k = 32, k = 128;
@@ -95,8 +100,7 @@ void expect_products_per_block(JitKernel& kernel) {
     SCOPED_TRACE(arch);
     TJ_SEEDED_RNG(rng);
     Device& device = Device::by_name(std::string("emu:") + arch);
-    Host x = random_host(DType::bf16, size_t(rows * k), rng, -2, 2);
-    Host w = random_host(DType::bf16, size_t(n * block_k), rng, -2, 2);
+    auto [x, w] = product_operands(rng, rows, k, n * block_k);
     Tensor out = poisoned(DType::f32, {rows * n}, device);
     bind(kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(x, {}, device), upload(w, {}, device), out,
                         int32_t(k));
@@ -156,6 +160,37 @@ TEST(LoopBoundaries, TilesAddedToAProduct) {
       }
       expect_scaled("row max of x . w^T + the addend", download(out).values(), expected, scale, 1e-5);
     }
+}
+
+// A product scaled per column by powers of two decoded from bytes, decoded where the product
+// lives and once per element (moved there through shared memory): exact scalings of the same
+// sums.
+TEST(LoopBoundaries, ColumnScalesDecodedOncePerElement) {
+  static JitKernel in_place(testing_kernels::column_scaled_product_kernel(false)),
+      once(testing_kernels::column_scaled_product_kernel(true));
+  const int64_t rows = 64, n = 128, k = 16;
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    TJ_SEEDED_RNG(rng);
+    Device& device = Device::by_name(std::string("emu:") + arch);
+    auto [x, w] = product_operands(rng, rows, k, n * k);
+    Host bytes(DType::i8, size_t(n));
+    for (size_t j = 0; j < bytes.size(); ++j) bytes.set_raw(j, uint64_t(rng.integer(100, 154)));
+    for (JitKernel* kernel : {&in_place, &once}) {
+      Tensor out = poisoned(DType::f32, {rows, n}, device);
+      bind(*kernel).launch(device.default_stream(), Dim3{1, 1, 1}, upload(x, {}, device), upload(w, {}, device),
+                           upload(bytes, {}, device), out);
+      std::vector<LD> expected, scale;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          Logit p = q_dot_k(x, w, k, r, j);
+          LD factor = std::ldexp(LD{1}, int(bytes.raw(size_t(j))) - 127);
+          expected.push_back(p.value * factor), scale.push_back(p.magnitude * factor);
+        }
+      expect_scaled(kernel == &once ? "decoded once" : "decoded in place", download(out).values(), expected, scale,
+                    1e-5);
+    }
+  }
 }
 
 // A bf16 tile carried by a loop in 32-bit words (two elements each), doubled at each step:

@@ -2,14 +2,17 @@
 // computes a (BLOCK_M, BLOCK_N) tile of one batch's output with a K loop through `dot`, so the
 // product runs on the tensor cores, accumulates in f32 (fp8 block by block, f32_dot.h) and is
 // rounded once to the output type.
-// The scales never leave registers, in one of two ways:
+// The scales are applied inside the kernel, never to a dequantized copy of an operand, in one of
+// two ways:
 //
 // - partial_products: when BLOCK_K divides every scale block and both operands are fp8 or f16
 //   (whose raw products stay inside f32's range), the K loop runs in steps of `group` (the
 //   blocks' gcd), each step a chain of dots over its K tiles into an f32 partial product,
 //   which is multiplied by lhs_scale[m, step] * rhs_scale[step, n] and added to the
 //   accumulator. Each program first bounds its scales: only where a factor may leave f32's
-//   normal range does its loop check each factor (kernel.cpp says how it then scales).
+//   normal range does its loop check each factor (kernel.cpp says how it then scales). The
+//   other loop decodes each column scale once (once_per_element) and moves it to the
+//   accumulator's threads through shared memory.
 //   The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+;
 //   pairings that dot does not take directly are widened exactly (fp8 to bf16 or f16, f16 and
 //   bf16 together to f32 as tf32, which holds both exactly).

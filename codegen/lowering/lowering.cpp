@@ -9,6 +9,8 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/lowering/shared_operand.h"
+
 namespace tilejit::codegen {
 namespace lowering {
 
@@ -458,7 +460,8 @@ LoweredKernel Lowering::run() {
   ir::walk(fn.body, [&](const ir::Op& op) { waits_after |= op.kind == ir::OpKind::wait_after; });
   if (waits_after) {
     anchor_offset = scratch_offset;
-    scratch_offset += 4 * 32 * fn.num_warps;
+    // The scratch space above keeps its alignment: swizzled tiles are stored at its start.
+    scratch_offset = SharedOperand::aligned(scratch_offset + 4 * 32 * fn.num_warps);
     reserve_shared(0);
   }
   lower_block(fn.body);

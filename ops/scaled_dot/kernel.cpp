@@ -174,6 +174,15 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         auto scale_step = [&](const Tile& k, const char* block, int shift) {
           return shift >= 0 ? k >> shift : k / arg[block];
         };
+        // The scales of the rows (columns) at K index k, as stored.
+        auto row_scale_stored = [&](const Tile& k) {  // (BLOCK_M)
+          return load(ls_base + rows * arg["ls_sm"] + scale_step(k, "lhs_block", spec.lhs_block_shift) * arg["ls_sk"],
+                      rows < M);
+        };
+        auto col_scale_stored = [&](const Tile& k) {  // (BLOCK_N)
+          return load(rs_base + scale_step(k, "rhs_block", spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"],
+                      cols < N);
+        };
         Tile acc;
         if (spec.mode == ScaleMode::partial_products) {
           // K % group == 0 and group % BLOCK_K == 0: no K masks.
@@ -188,14 +197,6 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                                                      return f32_dot(a_at(k), b_at(k), sum, spec.precision);
                                                    })
                                        : dot(a_at(kg), b_at(kg), zero, spec.precision);
-          };
-          auto row_scale_stored = [&](const Tile& kg) {  // (BLOCK_M), the scale's dtype
-            return load(ls_base + rows * arg["ls_sm"] + scale_step(kg, "lhs_block", spec.lhs_block_shift) * arg["ls_sk"],
-                        rows < M);
-          };
-          auto col_scale_stored = [&](const Tile& kg) {  // (BLOCK_N)
-            return load(rs_base + scale_step(kg, "rhs_block", spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"],
-                        cols < N);
           };
           auto row_scale = [&](const Tile& kg) { return cast(row_scale_stored(kg), f32); };
           auto col_scale = [&](const Tile& kg) { return cast(col_scale_stored(kg), f32); };
@@ -254,9 +255,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
             auto tile_wide = [&](int shift) { return shift >= 0 && (int64_t{1} << shift) % bk == 0; };
             if (spec.lhs_scale) {
               Tile s = tile_wide(spec.lhs_block_shift)
-                           ? expand_dims(load(ls_base + rows * arg["ls_sm"] + (k >> spec.lhs_block_shift) * arg["ls_sk"],
-                                              rows < M),
-                                         1)  // (BLOCK_M, 1)
+                           ? expand_dims(row_scale_stored(k), 1)  // (BLOCK_M, 1)
                            : load(ls_base + expand_dims(rows, 1) * arg["ls_sm"] +
                                       expand_dims(scale_step(kk, "lhs_block", spec.lhs_block_shift), 0) * arg["ls_sk"],
                                   a_mask);  // (BLOCK_M, BLOCK_K)
@@ -264,9 +263,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
             }
             if (spec.rhs_scale) {
               Tile s = tile_wide(spec.rhs_block_shift)
-                           ? expand_dims(load(rs_base + (k >> spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"],
-                                              cols < N),
-                                         0)  // (1, BLOCK_N)
+                           ? expand_dims(col_scale_stored(k), 0)  // (1, BLOCK_N)
                            : load(rs_base + expand_dims(scale_step(kk, "rhs_block", spec.rhs_block_shift), 1) * arg["rs_sk"] +
                                       expand_dims(cols, 0) * arg["rs_sn"],
                                   b_mask);  // (BLOCK_K, BLOCK_N)

@@ -193,6 +193,26 @@ inline dsl::Kernel column_scaled_product_kernel(bool once) {
       });
 }
 
+// The outer product of 2^(row_bytes[r] - 127) and 2^(col_bytes[c] - 127), (BLOCK_M, N), by the
+// tensor cores: the rows' powers in column 0 of a (BLOCK_M, 16) bf16 tile, the columns' in row 0
+// of a (16, N) one, zeros elsewhere (masked-off loads read byte 0, which decodes to 0).
+inline dsl::Kernel rank_one_factor_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      "rank_one_factor", {"row_bytes", "col_bytes", "out"}, {{"BLOCK_M", 64}, {"N", 128}},
+      [](const Constants& c, Ptr<i8> row_bytes, Ptr<i8> col_bytes, Ptr<f32> out) {
+        int64_t bm = c["BLOCK_M"], n = c["N"];
+        Tile rows = arange(0, bm), cols = arange(0, n), first = arange(0, 16) == 0;
+        auto powers = [](const Tile& bytes) {
+          return cast(bitcast((cast(bytes, DType::i32) & 255) << 23, DType::f32), DType::bf16);
+        };
+        Tile lhs = load(broadcast_to(expand_dims(row_bytes + rows, 1), {bm, 16}), expand_dims(first, 0));
+        Tile rhs = load(broadcast_to(expand_dims(col_bytes + cols, 0), {16, n}), expand_dims(first, 1));
+        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0),
+              dot(powers(lhs), powers(rhs), zeros({bm, n}, DType::f32)));
+      });
+}
+
 // x (BLOCK, BLOCK) bf16, doubled STEPS times by a loop that carries it, stored to out: a
 // 16-bit tile carried across the back edge (two elements to a 32-bit word).
 inline dsl::Kernel doubled_in_a_loop_kernel() {

@@ -9,8 +9,11 @@
 // through shared memory and two barriers to meet the other (each iteration, inside a loop),
 // or moves the op's result out of the computed tile's layout. The accesses are narrower (an
 // accumulator layout holds two consecutive elements per thread: four lanes read 32 bytes of
-// an f32 row), the rest of each sector coming from L1 at the thread's next access. Other
-// tiles take the blocked layout, whose accesses are 16 bytes wide.
+// an f32 row), the rest of each sector coming from L1 at the thread's next access. A vector
+// broadcast into a dot operand (or loaded through broadcast pointers), such as a scale in one
+// row or column of a tile the tensor cores multiply, takes the layout the dot reads that
+// operand in: each thread loads what its fragment registers hold. Other tiles take the
+// blocked layout, whose accesses are 16 bytes wide.
 #include <algorithm>
 
 #include "codegen/lowering/lowering.h"
@@ -19,7 +22,7 @@ namespace tilejit::codegen::lowering {
 
 namespace {
 
-constexpr int kMaxDepth = 8;  // ops followed from the load through its users
+constexpr int kMaxDepth = 16;  // ops followed from the load through its users
 
 // `layout` without the register bits that repeat data (zero bases): what a tile broadcast or
 // expanded into `layout` is held in, one register per element a thread needs.
@@ -32,7 +35,16 @@ LinearLayout compact(LinearLayout layout) {
 
 }  // namespace
 
-std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const LayoutOf& layout_of, int depth) const {
+std::optional<LinearLayout> Lowering::dot_operand_layout(const ir::Op& op, const ir::Value* v) const {
+  const bool a = op.operands[0] == v;
+  if (std::optional<WgmmaTiling> tiling = wgmma_dot_tiling(op))
+    return a && tiling->instr.a_in_registers() ? tiling->a : default_layout(v->type.shape);
+  if (std::optional<MmaTiling> tiling = dot_tiling(op)) return a ? tiling->a : tiling->b;
+  return std::nullopt;
+}
+
+std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const LayoutOf& layout_of, int depth,
+                                                      bool broadcast_seen) const {
   auto users = users_.find(v);
   if (users == users_.end() || depth > kMaxDepth) return std::nullopt;
   for (const ir::Op* user : users->second) {
@@ -40,13 +52,13 @@ std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const 
     const ir::Value* result = user->result();
     std::optional<LinearLayout> layout;
     if (user->kind == ir::OpKind::expand_dims) {
-      if ((layout = consumer_layout(result, layout_of, depth + 1)))
+      if ((layout = consumer_layout(result, layout_of, depth + 1, broadcast_seen)))
         return compact(layout->remove_dim(static_cast<int>(user->attr_int("axis"))));
     } else if (user->kind == ir::OpKind::broadcast) {
       std::vector<int> dims;
       for (int d = 0; d < result->type.rank(); ++d)
         if (v->type.shape[d] != result->type.shape[d]) dims.push_back(d);
-      if ((layout = consumer_layout(result, layout_of, depth + 1))) return compact(layout->squash(dims));
+      if ((layout = consumer_layout(result, layout_of, depth + 1, true))) return compact(layout->squash(dims));
     } else if (is_elementwise(user->kind) && result->type.shape == v->type.shape) {
       for (const ir::Value* other : user->operands) {
         // A sibling load not lowered yet is no anchor: it follows the same users to the same
@@ -55,7 +67,11 @@ std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const 
         if (other != v && other->type.shape == v->type.shape && !rematerializable(other) && !sibling_load)
           if ((layout = layout_of(other))) return layout;
       }
-      if ((layout = consumer_layout(result, layout_of, depth + 1))) return layout;
+      if ((layout = consumer_layout(result, layout_of, depth + 1, broadcast_seen))) return layout;
+    } else if (user->kind == ir::OpKind::dot && broadcast_seen && user->operands[2] != v) {
+      // A vector broadcast into an operand (a factor's rows or columns): its threads load
+      // what the operand's threads hold, instead of moving it through shared memory.
+      if ((layout = dot_operand_layout(*user, v))) return layout;
     }
   }
   return std::nullopt;
@@ -67,8 +83,12 @@ LinearLayout Lowering::load_layout(const ir::Op& load, const LayoutOf& layout_of
   bool addresses_recomputed = std::all_of(load.operands.begin(), load.operands.end(), [&](const ir::Value* x) {
     return x->type.is_scalar() || rematerializable(x);
   });
+  // Pointers broadcast along a dim read each value several times, as a broadcast would hand
+  // it out: such a tile may take a dot operand's layout as well.
+  const ir::Op* pointers = load.operands[0]->def;
+  const bool broadcast_pointers = pointers && pointers->kind == ir::OpKind::broadcast;
   if (addresses_recomputed)
-    if (std::optional<LinearLayout> layout = consumer_layout(v, layout_of, 0)) return *layout;
+    if (std::optional<LinearLayout> layout = consumer_layout(v, layout_of, 0, broadcast_pointers)) return *layout;
   return default_layout(v->type.shape);
 }
 

@@ -77,7 +77,7 @@ LinearLayout Lowering::broadcast_layout(const ir::Op& op, const std::vector<int>
     }
   }
   std::optional<LinearLayout> further =
-      consumer_layout(result, [&](const ir::Value* x) { return predicted_layout(x, 0); }, 0);
+      consumer_layout(result, [&](const ir::Value* x) { return predicted_layout(x, 0); }, 0, true);
   return further.value_or(default_layout(result->type.shape));
 }
 

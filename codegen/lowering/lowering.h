@@ -247,8 +247,13 @@ class Lowering {
   // The layout `v` will be defined in, or nullopt (codegen/lowering/carried_layout.cpp).
   std::optional<LinearLayout> predicted_layout(const ir::Value* v, int depth) const;
   // The layout a computed tile that `v` meets in an elementwise op (directly, or through other
-  // elementwise ops, expand_dims and broadcasts) asks of `v`, or nullopt (load_layout.cpp).
-  std::optional<LinearLayout> consumer_layout(const ir::Value* v, const LayoutOf& layout_of, int depth) const;
+  // elementwise ops, expand_dims and broadcasts) asks of `v`, or, past a broadcast
+  // (`broadcast_seen`), the layout a dot takes that operand in; else nullopt (load_layout.cpp).
+  std::optional<LinearLayout> consumer_layout(const ir::Value* v, const LayoutOf& layout_of, int depth,
+                                              bool broadcast_seen = false) const;
+  // The layout dot `op` reads operand `v` from: the fragment layout of a register operand, the
+  // default one of a tile it stores to shared memory; nullopt on the CUDA cores.
+  std::optional<LinearLayout> dot_operand_layout(const ir::Op& op, const ir::Value* v) const;
 
   // Op lowerings, one file each (codegen/lowering/lower_*.cpp).
   void lower_elementwise(const ir::Op& op);

@@ -62,6 +62,8 @@ int power_of_two_log2(int64_t v) { return v > 0 && (v & (v - 1)) == 0 ? __builti
 
 // Blocks of K per step of the loop that bounds a program's scales (partial_products).
 constexpr int64_t kScaleChunk = 32;
+// K of the dot that forms a block's factors: a bf16 tensor-core instruction's.
+constexpr int64_t kFactorK = 16;
 
 // partial x lhs_scale x rhs_scale, (BLOCK_M, BLOCK_N), with ls (BLOCK_M, 1) and rs (1, BLOCK_N)
 // in f32. One factor, lhs_scale x rhs_scale: a sum scaled by a huge lhs scale and then by a
@@ -124,13 +126,14 @@ struct KernelSpec {
   // then a shift instead of a division in every step (for every column of K when the scales
   // multiply the operand tiles).
   int lhs_block_shift = -1, rhs_block_shift = -1;
+  bool factors_on_tensor_cores = false;  // ScaledDotPlan's
 
   std::string key() const {
     auto name = [](std::optional<DType> d) { return d ? std::string(dtype_name(*d)) : std::string("none"); };
-    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}/shifts{}_{}", dtype_name(lhs),
+    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}/shifts{}_{}/f{}", dtype_name(lhs),
                        dtype_name(rhs), name(lhs_scale), name(rhs_scale), dtype_name(out), scale_mode_name(mode),
                        name(compute), static_cast<int>(precision), dtype_name(index), group_of_tiles,
-                       lhs_block_shift, rhs_block_shift);
+                       lhs_block_shift, rhs_block_shift, factors_on_tensor_cores);
   }
 };
 
@@ -174,15 +177,15 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         auto scale_step = [&](const Tile& k, const char* block, int shift) {
           return shift >= 0 ? k >> shift : k / arg[block];
         };
-        // The scales of the rows (columns) at K index k, as stored.
-        auto row_scale_stored = [&](const Tile& k) {  // (BLOCK_M)
-          return load(ls_base + rows * arg["ls_sm"] + scale_step(k, "lhs_block", spec.lhs_block_shift) * arg["ls_sk"],
-                      rows < M);
+        // The scales of the rows (columns) at K index k: where they are, and as stored.
+        auto row_scale_ptrs = [&](const Tile& k) {  // (BLOCK_M)
+          return ls_base + rows * arg["ls_sm"] + scale_step(k, "lhs_block", spec.lhs_block_shift) * arg["ls_sk"];
         };
-        auto col_scale_stored = [&](const Tile& k) {  // (BLOCK_N)
-          return load(rs_base + scale_step(k, "rhs_block", spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"],
-                      cols < N);
+        auto col_scale_ptrs = [&](const Tile& k) {  // (BLOCK_N)
+          return rs_base + scale_step(k, "rhs_block", spec.rhs_block_shift) * arg["rs_sk"] + cols * arg["rs_sn"];
         };
+        auto row_scale_stored = [&](const Tile& k) { return load(row_scale_ptrs(k), rows < M); };
+        auto col_scale_stored = [&](const Tile& k) { return load(col_scale_ptrs(k), cols < N); };
         Tile acc;
         if (spec.mode == ScaleMode::partial_products) {
           // K % group == 0 and group % BLOCK_K == 0: no K masks.
@@ -222,6 +225,26 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
               return ScaleSlab{load(rs_base + expand_dims(j * arg["rs_sk"], 1) + expand_dims(cols * arg["rs_sn"], 0), present),
                                present};
             });
+            // lhs_scale x rhs_scale of the block of K at kg, (BLOCK_M, BLOCK_N), every scale normal.
+            auto normal_factors = [&](const Tile& kg) {
+              if (!spec.factors_on_tensor_cores)
+                // Each thread of the accumulator holds 32 columns: the column scales are decoded
+                // once each and moved there.
+                return expand_dims(normal_scale_value(row_scale_stored(kg)), 1) *
+                       expand_dims(once_per_element(normal_scale_value(col_scale_stored(kg))), 0);
+              // The rows' scales in column 0 of a (BLOCK_M, 16) tile times the columns' in row 0
+              // of a (16, BLOCK_N) one, zeros elsewhere (masked-off loads read byte 0, which
+              // decodes to 0): the factors come out in the partial product's layout, without the
+              // multiply per element that doubled the instructions applying them. Exact: each
+              // scale (an e8m0 power of two, or a bf16 value) is a normal bf16 value, the product
+              // of two 8-bit significands fits f32's 24 bits, and the bounds keep it normal.
+              Tile first = arange(0, kFactorK) == 0;
+              Tile lhs = load(broadcast_to(expand_dims(row_scale_ptrs(kg), 1), {bm, kFactorK}),
+                              row_ok && expand_dims(first, 0));  // (BLOCK_M, 16)
+              Tile rhs = load(broadcast_to(expand_dims(col_scale_ptrs(kg), 0), {kFactorK, bn}),
+                              expand_dims(first, 1) && col_ok);  // (16, BLOCK_N)
+              return dot(cast(normal_scale_value(lhs), bf16), cast(normal_scale_value(rhs), bf16), zero);
+            };
             const float smallest = std::numeric_limits<float>::min(), largest = std::numeric_limits<float>::max();
             Tile factors_normal = l_max <= largest && r_max <= largest && l_min >= smallest && r_min >= smallest &&
                                   l_max * r_max <= largest && l_min * r_min >= smallest;
@@ -229,12 +252,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
                 factors_normal,
                 [&]() -> std::vector<Tile> {
                   return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
-                    // Each thread of the accumulator holds 32 columns: the column scales are decoded
-                    // once each and moved there.
-                    Tile factor = expand_dims(normal_scale_value(row_scale_stored(kg)), 1) *
-                                  expand_dims(once_per_element(normal_scale_value(col_scale_stored(kg))),
-                                              0);  // (BLOCK_M, BLOCK_N)
-                    return fma(partial_at(kg), factor, acc);
+                    return fma(partial_at(kg), normal_factors(kg), acc);
                   })};
                 },
                 [&]() -> std::vector<Tile> {
@@ -317,6 +335,7 @@ ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t r
     // A group of one K tile is one dot per step, whose operands a loop pipeline stages (three
     // stages let the dot read an 8-bit B transposed into its ring slot's own tile).
     if (cc >= 80 && std::min(block_k, stored.max_block_k) == plan.group) plan.num_stages = 3;
+    plan.factors_on_tensor_cores = cc == 90;
     return use(stored, ScaleMode::partial_products, std::min(block_k, stored.max_block_k));
   }
   plan.group = 0;
@@ -347,6 +366,7 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
                   plan.mode == ScaleMode::partial_products && plan.group > plan.block_k};
   if (lhs.scale) spec.lhs_block_shift = power_of_two_log2(lhs.block);
   if (rhs.scale) spec.rhs_block_shift = power_of_two_log2(rhs.block);
+  spec.factors_on_tensor_cores = plan.factors_on_tensor_cores;
 
   const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
   const int64_t programs = batch * tiles_m * tiles_n;

@@ -10,9 +10,10 @@
 //   blocks' gcd), each step a chain of dots over its K tiles into an f32 partial product,
 //   which is multiplied by lhs_scale[m, step] * rhs_scale[step, n] and added to the
 //   accumulator. Each program first bounds its scales: only where a factor may leave f32's
-//   normal range does its loop check each factor (kernel.cpp says how it then scales). The
-//   other loop decodes each column scale once (once_per_element) and moves it to the
-//   accumulator's threads through shared memory.
+//   normal range does its loop check each factor (kernel.cpp says how it then scales). In the
+//   other loop the factors of a (BLOCK_M, BLOCK_N) tile are, on sm_90a, one more tensor-core
+//   product (the rows' scales times the columns', kernel.cpp); elsewhere a multiply each, of
+//   column scales decoded once (once_per_element) and moved to the accumulator's threads.
 //   The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+;
 //   pairings that dot does not take directly are widened exactly (fp8 to bf16 or f16, f16 and
 //   bf16 together to f32 as tf32, which holds both exactly).
@@ -54,6 +55,9 @@ struct ScaledDotPlan {
   dsl::Precision precision = dsl::Precision::tf32;  // of f32 compute
   int64_t block_m = 0, block_n = 0, block_k = 0;
   int64_t group = 0;  // partial_products: K per scale step
+  // partial_products: the factors lhs_scale x rhs_scale by a wgmma (sm_90a), not a multiply
+  // each; mma.sync's operand fragments cost more than the multiplies they save.
+  bool factors_on_tensor_cores = false;
   int num_warps = 4;
   int num_stages = 1;
 };

@@ -8,7 +8,8 @@
 // whole tile, and two loaded tiles added to a product are loaded in its layout; a product of
 // two broadcasts is formed in the layout of the tile it meets, and an if / else's result stays
 // in the layout its branch yields; a vector computed once per element moves to the layout of
-// the product it scales; a loop carries a 16-bit tile two elements to a word.
+// the product it scales; a loop carries a 16-bit tile two elements to a word; a load of
+// broadcast pointers that feeds a dot loads in the operand's layout.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -172,6 +173,21 @@ TEST(BroadcastLayout, AVectorComputedOncePerElementMovesToTheProductsLayout) {
   // One move, straight to the product's layout (two barriers), not first to the default layout
   // where the broadcast would have been formed.
   EXPECT_EQ(count(once.ptx, "bar.sync"), count(in_place.ptx, "bar.sync") + 2) << once.ptx;
+}
+
+TEST(LoadLayout, BroadcastPointersFeedingADotLoadWhereTheInstructionsTakeTheOperand) {
+  // Each thread loads the scale bytes of the rows (columns) its fragment registers hold: on
+  // sm_80 neither operand passes through shared memory; on sm_90a A is read from registers
+  // and only B is stored for the wgmma, nothing read back. (The product's store to `out`
+  // passes through shared memory after the dot.)
+  dsl::Kernel kernel = testing_kernels::rank_one_factor_kernel();
+  CompiledKernel ampere = compiled(kernel, "sm_80");
+  std::string operands = ampere.ptx.substr(0, ampere.ptx.find("mma.sync"));
+  EXPECT_EQ(count(operands, "st.shared") + count(operands, "ld.shared"), 0u) << ampere.ptx;
+  CompiledKernel hopper = compiled(kernel, "sm_90a");
+  operands = hopper.ptx.substr(0, hopper.ptx.find("wgmma.mma_async"));
+  EXPECT_EQ(count(operands, "ld.shared"), 0u) << hopper.ptx;
+  EXPECT_GT(count(operands, "st.shared"), 0u) << hopper.ptx;
 }
 
 TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {

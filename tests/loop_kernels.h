@@ -193,23 +193,57 @@ inline dsl::Kernel column_scaled_product_kernel(bool once) {
       });
 }
 
+// 2^(byte - 127) as bf16 for bytes 1 to 254, 0 for byte 0.
+inline dsl::Tile powers_of_two(const dsl::Tile& bytes) {
+  using namespace tilejit::dsl;
+  return cast(bitcast((cast(bytes, DType::i32) & 255) << 23, DType::f32), DType::bf16);
+}
+
+// The operands of an outer product by the tensor cores, loaded from `rows` bytes at row_bytes
+// and `cols` bytes at col_bytes: the rows' bytes in column 0 of a (rows, 16) tile, the columns'
+// in row 0 of a (16, cols) one, zeros elsewhere (masked-off loads read byte 0), none where
+// `present` is false.
+inline std::vector<dsl::Tile> rank_one_operands(const dsl::Tile& row_bytes, const dsl::Tile& col_bytes, int64_t rows,
+                                                int64_t cols, const dsl::Tile& present) {
+  using namespace tilejit::dsl;
+  Tile first = arange(0, 16) == 0 && present;
+  return {load(broadcast_to(expand_dims(row_bytes + arange(0, rows), 1), {rows, 16}), expand_dims(first, 0)),
+          load(broadcast_to(expand_dims(col_bytes + arange(0, cols), 0), {16, cols}), expand_dims(first, 1))};
+}
+
 // The outer product of 2^(row_bytes[r] - 127) and 2^(col_bytes[c] - 127), (BLOCK_M, N), by the
-// tensor cores: the rows' powers in column 0 of a (BLOCK_M, 16) bf16 tile, the columns' in row 0
-// of a (16, N) one, zeros elsewhere (masked-off loads read byte 0, which decodes to 0).
+// tensor cores (rank_one_operands).
 inline dsl::Kernel rank_one_factor_kernel() {
   using namespace tilejit::dsl;
+  return define_kernel("rank_one_factor", {"row_bytes", "col_bytes", "out"}, {{"BLOCK_M", 64}, {"N", 128}},
+                       [](const Constants& c, Ptr<i8> row_bytes, Ptr<i8> col_bytes, Ptr<f32> out) {
+                         int64_t bm = c["BLOCK_M"], n = c["N"];
+                         std::vector<Tile> raw = rank_one_operands(row_bytes, col_bytes, bm, n, scalar(1, DType::i1));
+                         store(out + expand_dims(arange(0, bm), 1) * n + expand_dims(arange(0, n), 0),
+                               dot(powers_of_two(raw[0]), powers_of_two(raw[1]), zeros({bm, n}, DType::f32)));
+                       });
+}
+
+// The sum over `steps` of rank_one_factor_kernel's products, step s reading its bytes at s *
+// BLOCK_M and s * N. Each iteration loads the next step's bytes and carries them, decoded,
+// into the next iteration, whose dot reads them.
+inline dsl::Kernel prefetched_rank_one_factors_kernel() {
+  using namespace tilejit::dsl;
   return define_kernel(
-      "rank_one_factor", {"row_bytes", "col_bytes", "out"}, {{"BLOCK_M", 64}, {"N", 128}},
-      [](const Constants& c, Ptr<i8> row_bytes, Ptr<i8> col_bytes, Ptr<f32> out) {
+      "prefetched_rank_one_factors", {"row_bytes", "col_bytes", "out", "steps"}, {{"BLOCK_M", 64}, {"N", 128}},
+      [](const Constants& c, Ptr<i8> row_bytes, Ptr<i8> col_bytes, Ptr<f32> out, Scalar<i32> steps) {
         int64_t bm = c["BLOCK_M"], n = c["N"];
-        Tile rows = arange(0, bm), cols = arange(0, n), first = arange(0, 16) == 0;
-        auto powers = [](const Tile& bytes) {
-          return cast(bitcast((cast(bytes, DType::i32) & 255) << 23, DType::f32), DType::bf16);
+        auto decoded_at = [&](const Tile& s) -> std::vector<Tile> {
+          std::vector<Tile> raw = rank_one_operands(row_bytes + s * bm, col_bytes + s * n, bm, n, s < steps);
+          return {powers_of_two(raw[0]), powers_of_two(raw[1])};
         };
-        Tile lhs = load(broadcast_to(expand_dims(row_bytes + rows, 1), {bm, 16}), expand_dims(first, 0));
-        Tile rhs = load(broadcast_to(expand_dims(col_bytes + cols, 0), {16, n}), expand_dims(first, 1));
-        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0),
-              dot(powers(lhs), powers(rhs), zeros({bm, n}, DType::f32)));
+        std::vector<Tile> first = decoded_at(scalar(0, DType::i32));
+        Tile sum = for_range(0, steps, 1, {zeros({bm, n}, DType::f32), first[0], first[1]},
+                             [&](Tile s, std::vector<Tile> carried) -> std::vector<Tile> {
+                               std::vector<Tile> next = decoded_at(s + 1);
+                               return {dot(carried[1], carried[2], carried[0]), next[0], next[1]};
+                             })[0];
+        store(out + expand_dims(arange(0, bm), 1) * n + expand_dims(arange(0, n), 0), sum);
       });
 }
 

@@ -33,6 +33,18 @@ LinearLayout compact(LinearLayout layout) {
   return layout;
 }
 
+// The loop body's argument that `v` becomes where `user` carries it into a for loop's
+// iterations (as the loop's initial value, or yielded by its body), else null.
+const ir::Value* carried_as(const ir::Op& user, const ir::Value* v) {
+  const bool initial = user.kind == ir::OpKind::for_loop;
+  const ir::Op* loop = initial ? &user : user.kind == ir::OpKind::yield ? user.parent->parent_op : nullptr;
+  if (!loop || loop->kind != ir::OpKind::for_loop) return nullptr;
+  const size_t first = initial ? 3 : 0;  // a for loop's operands: lb, ub, step, then the initial values
+  for (size_t i = first; i < user.operands.size(); ++i)
+    if (user.operands[i] == v) return loop->region(0).args[1 + i - first];
+  return nullptr;
+}
+
 }  // namespace
 
 std::optional<LinearLayout> Lowering::dot_operand_layout(const ir::Op& op, const ir::Value* v) const {
@@ -48,8 +60,7 @@ std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const 
   auto users = users_.find(v);
   if (users == users_.end() || depth > kMaxDepth) return std::nullopt;
   for (const ir::Op* user : users->second) {
-    if (user->results.empty()) continue;
-    const ir::Value* result = user->result();
+    const ir::Value* result = user->results.empty() ? nullptr : user->result();
     std::optional<LinearLayout> layout;
     if (user->kind == ir::OpKind::expand_dims) {
       if ((layout = consumer_layout(result, layout_of, depth + 1, broadcast_seen)))
@@ -68,6 +79,9 @@ std::optional<LinearLayout> Lowering::consumer_layout(const ir::Value* v, const 
           if ((layout = layout_of(other))) return layout;
       }
       if ((layout = consumer_layout(result, layout_of, depth + 1, broadcast_seen))) return layout;
+    } else if (const ir::Value* arg = carried_as(*user, v)) {
+      // Carried into a loop's iterations (a load issued one iteration ahead): its users there.
+      if ((layout = consumer_layout(arg, layout_of, depth + 1, broadcast_seen))) return layout;
     } else if (user->kind == ir::OpKind::dot && broadcast_seen && user->operands[2] != v) {
       // A vector broadcast into an operand (a factor's rows or columns): its threads load
       // what the operand's threads hold, instead of moving it through shared memory.

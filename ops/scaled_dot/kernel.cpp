@@ -225,36 +225,47 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
               return ScaleSlab{load(rs_base + expand_dims(j * arg["rs_sk"], 1) + expand_dims(cols * arg["rs_sn"], 0), present),
                                present};
             });
-            // lhs_scale x rhs_scale of the block of K at kg, (BLOCK_M, BLOCK_N), every scale normal.
-            auto normal_factors = [&](const Tile& kg) {
+            // The operands of a block's factors lhs_scale x rhs_scale on the tensor cores: the
+            // rows' scales in column 0 of a (BLOCK_M, 16) tile, the columns' in row 0 of a (16,
+            // BLOCK_N) one, zeros elsewhere (masked-off loads read byte 0, which decodes to 0),
+            // as bf16. Their product comes out in the partial product's layout, without the
+            // multiply per element that doubled the instructions applying the factors. Exact:
+            // each scale (an e8m0 power of two, or a bf16 value) is a normal bf16 value, the
+            // product of two 8-bit significands fits f32's 24 bits, and the bounds keep it
+            // normal. Each iteration loads the next block's (none past K, `present`) and
+            // decodes them last, so that the loads' latency passes under its work.
+            auto factor_scales = [&](const Tile& kg, const Tile& present) -> std::vector<Tile> {
+              Tile first = arange(0, kFactorK) == 0 && present;
+              return {load(broadcast_to(expand_dims(row_scale_ptrs(kg), 1), {bm, kFactorK}),
+                           row_ok && expand_dims(first, 0)),  // (BLOCK_M, 16)
+                      load(broadcast_to(expand_dims(col_scale_ptrs(kg), 0), {kFactorK, bn}),
+                           expand_dims(first, 1) && col_ok)};  // (16, BLOCK_N)
+            };
+            auto factor_operand = [](const Tile& loaded) { return cast(normal_scale_value(loaded), bf16); };
+            auto normal_scales_loop = [&]() -> Tile {
               if (!spec.factors_on_tensor_cores)
-                // Each thread of the accumulator holds 32 columns: the column scales are decoded
-                // once each and moved there.
-                return expand_dims(normal_scale_value(row_scale_stored(kg)), 1) *
-                       expand_dims(once_per_element(normal_scale_value(col_scale_stored(kg))), 0);
-              // The rows' scales in column 0 of a (BLOCK_M, 16) tile times the columns' in row 0
-              // of a (16, BLOCK_N) one, zeros elsewhere (masked-off loads read byte 0, which
-              // decodes to 0): the factors come out in the partial product's layout, without the
-              // multiply per element that doubled the instructions applying them. Exact: each
-              // scale (an e8m0 power of two, or a bf16 value) is a normal bf16 value, the product
-              // of two 8-bit significands fits f32's 24 bits, and the bounds keep it normal.
-              Tile first = arange(0, kFactorK) == 0;
-              Tile lhs = load(broadcast_to(expand_dims(row_scale_ptrs(kg), 1), {bm, kFactorK}),
-                              row_ok && expand_dims(first, 0));  // (BLOCK_M, 16)
-              Tile rhs = load(broadcast_to(expand_dims(col_scale_ptrs(kg), 0), {kFactorK, bn}),
-                              expand_dims(first, 1) && col_ok);  // (16, BLOCK_N)
-              return dot(cast(normal_scale_value(lhs), bf16), cast(normal_scale_value(rhs), bf16), zero);
+                return for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
+                  // Each thread of the accumulator holds 32 columns: the column scales are
+                  // decoded once each and moved there.
+                  Tile factor = expand_dims(normal_scale_value(row_scale_stored(kg)), 1) *
+                                expand_dims(once_per_element(normal_scale_value(col_scale_stored(kg))), 0);
+                  return fma(partial_at(kg), factor, acc);
+                });
+              std::vector<Tile> first = factor_scales(scalar(0, spec.index), K > 0);
+              return for_range(0, K, step, {zero, factor_operand(first[0]), factor_operand(first[1])},
+                               [&](Tile kg, std::vector<Tile> carried) -> std::vector<Tile> {
+                                 std::vector<Tile> next = factor_scales(kg + step, kg + step < K);
+                                 Tile factor = dot(carried[1], carried[2], zero);  // (BLOCK_M, BLOCK_N)
+                                 Tile acc = fma(partial_at(kg), factor, carried[0]);
+                                 return {acc, factor_operand(next[0]), factor_operand(next[1])};
+                               })[0];
             };
             const float smallest = std::numeric_limits<float>::min(), largest = std::numeric_limits<float>::max();
             Tile factors_normal = l_max <= largest && r_max <= largest && l_min >= smallest && r_min >= smallest &&
                                   l_max * r_max <= largest && l_min * r_min >= smallest;
             acc = if_else(
                 factors_normal,
-                [&]() -> std::vector<Tile> {
-                  return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
-                    return fma(partial_at(kg), normal_factors(kg), acc);
-                  })};
-                },
+                [&]() -> std::vector<Tile> { return {normal_scales_loop()}; },
                 [&]() -> std::vector<Tile> {
                   return {for_range(0, K, step, zero, [&](Tile kg, Tile acc) {
                     return acc + checked_scaled_sum(partial_at(kg), expand_dims(row_scale(kg), 1),

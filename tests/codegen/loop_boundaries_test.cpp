@@ -9,7 +9,8 @@
 // two broadcasts is formed in the layout of the tile it meets, and an if / else's result stays
 // in the layout its branch yields; a vector computed once per element moves to the layout of
 // the product it scales; a loop carries a 16-bit tile two elements to a word; a load of
-// broadcast pointers that feeds a dot loads in the operand's layout.
+// broadcast pointers that feeds a dot, there or in the next iteration, loads in the operand's
+// layout.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -188,6 +189,15 @@ TEST(LoadLayout, BroadcastPointersFeedingADotLoadWhereTheInstructionsTakeTheOper
   operands = hopper.ptx.substr(0, hopper.ptx.find("wgmma.mma_async"));
   EXPECT_EQ(count(operands, "ld.shared"), 0u) << hopper.ptx;
   EXPECT_GT(count(operands, "st.shared"), 0u) << hopper.ptx;
+}
+
+TEST(LoadLayout, ALoadCarriedIntoTheNextIterationsDotTakesTheOperandsLayout) {
+  // The next step's bytes, loaded and carried across the back edge, are loaded where the next
+  // iteration's mma.sync fragments hold them: the loop moves nothing through shared memory.
+  CompiledKernel k = compiled(testing_kernels::prefetched_rank_one_factors_kernel(), "sm_80");
+  std::string body = loop_body(k.ptx, "mma.sync");
+  ASSERT_FALSE(body.empty()) << k.ptx;
+  EXPECT_EQ(count(body, "st.shared") + count(body, "ld.shared"), 0u) << body;
 }
 
 TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {

@@ -247,6 +247,31 @@ inline dsl::Kernel prefetched_rank_one_factors_kernel() {
       });
 }
 
+// Over `k` in steps of 32: acc += dot(x, w) * (the step's rank-one product of powers of two,
+// rank_one_operands): x (BLOCK_M, 32) and w (32, N) e4m3, w given (K, N), which wgmma reads
+// K-major only (stored transposed at each step). Two products per iteration, the second of
+// tiles the threads compute.
+inline dsl::Kernel two_products_kernel() {
+  using namespace tilejit::dsl;
+  return define_kernel(
+      "two_products", {"x", "w", "row_bytes", "col_bytes", "out", "k"},
+      {{"BLOCK_M", 128}, {"N", 128}, {"num_warps", 8}, {"num_stages", 3}},
+      [](const Constants& c, Ptr<f8e4m3> x, Ptr<f8e4m3> w, Ptr<i8> row_bytes, Ptr<i8> col_bytes, Ptr<f32> out,
+         Scalar<i32> k) {
+        int64_t bm = c["BLOCK_M"], n = c["N"];
+        Tile rows = arange(0, bm), cols = arange(0, n), ks = arange(0, 32);
+        Tile zero = zeros({bm, n}, DType::f32);
+        Tile acc = for_range(0, k, 32, zero, [&](Tile kk, Tile acc) {
+          std::vector<Tile> raw = rank_one_operands(row_bytes + kk, col_bytes + kk, bm, n, scalar(1, DType::i1));
+          Tile factor = dot(powers_of_two(raw[0]), powers_of_two(raw[1]), zero);
+          Tile product = dot(load(x + expand_dims(rows, 1) * k + expand_dims(ks + kk, 0)),
+                             load(w + expand_dims(ks + kk, 1) * n + expand_dims(cols, 0)), zero);
+          return fma(product, factor, acc);
+        });
+        store(out + expand_dims(rows, 1) * n + expand_dims(cols, 0), acc);
+      });
+}
+
 // x (BLOCK, BLOCK) bf16, doubled STEPS times by a loop that carries it, stored to out: a
 // 16-bit tile carried across the back edge (two elements to a 32-bit word).
 inline dsl::Kernel doubled_in_a_loop_kernel() {

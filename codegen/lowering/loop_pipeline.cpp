@@ -223,6 +223,12 @@ int LoopPipeline::multicast_axis(const Staged& s) const {
   return L_.fn.cluster[static_cast<size_t>(axis)] > 1 ? axis : -1;
 }
 
+int LoopPipeline::dots_in_body() const {
+  const ir::Block& body = loop_.region(0);
+  return static_cast<int>(
+      std::count_if(body.ops.begin(), body.ops.end(), [](const auto& op) { return op->kind == ir::OpKind::dot; }));
+}
+
 const ir::Op* LoopPipeline::find_dot_in_flight(const std::map<const ir::Value*, int>& uses) {
   if (stages_ < 3) return nullptr;
   const ir::Block& body = loop_.region(0);
@@ -264,8 +270,10 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
     s.offset = end;
     s.tile_bytes = SharedOperand::aligned(SharedOperand::bytes_of(s.load->result()->type));
     end += stages_ * s.tile_bytes;
-    // While the dot stays in flight: a transposed tile per slot (else the scratch space's).
-    if (!s.transposed_b || !dot_in_flight_) continue;
+    // A transposed tile per slot where the scratch space would make it wait for a group still
+    // reading there (the dot in flight, or another product of the iteration). (Alone, the
+    // dot is done by then: the scratch's barrier costs less than a slot's addresses.)
+    if (!s.transposed_b || (!dot_in_flight_ && dots_in_body() < 2)) continue;
     s.own_transposed_tiles = true;
     s.transposed_offset = end;
     end += stages_ * s.tile_bytes;  // (N, K) tiles of the same bytes

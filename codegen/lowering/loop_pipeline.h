@@ -189,6 +189,8 @@ class LoopPipeline {
   // The dot that may stay in flight across iterations (see above), or null; sets
   // carried_index_ to the loop-carried value it accumulates into.
   const ir::Op* find_dot_in_flight(const std::map<const ir::Value*, int>& uses);
+  // The products the loop's body computes (its own dot ops).
+  int dots_in_body() const;
   // Iterations a slot stays busy after its own: 1 while a dot stays in flight.
   int lag() const { return dot_in_flight_ ? 1 : 0; }
 

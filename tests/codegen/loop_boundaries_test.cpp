@@ -10,7 +10,7 @@
 // in the layout its branch yields; a vector computed once per element moves to the layout of
 // the product it scales; a loop carries a 16-bit tile two elements to a word; a load of
 // broadcast pointers that feeds a dot, there or in the next iteration, loads in the operand's
-// layout.
+// layout; an 8-bit B read transposed beside another product has its own tile per ring slot.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
@@ -198,6 +198,20 @@ TEST(LoadLayout, ALoadCarriedIntoTheNextIterationsDotTakesTheOperandsLayout) {
   std::string body = loop_body(k.ptx, "mma.sync");
   ASSERT_FALSE(body.empty()) << k.ptx;
   EXPECT_EQ(count(body, "st.shared") + count(body, "ld.shared"), 0u) << body;
+}
+
+TEST(TransposedTiles, AnEightBitBBesideAnotherProductGoesToItsRingSlotsOwnTile) {
+  // The factor's B (stored by the threads) takes the scratch space; w, staged as given, is
+  // stored transposed into its ring slot's own tile, with no wait for the factor's group
+  // (which reads the scratch space) and no barrier before: both products run together and
+  // complete at one wait.
+  CompiledKernel k = compiled(testing_kernels::two_products_kernel(), "sm_90a");
+  std::string body = loop_body(k.ptx, "wgmma.fence");
+  ASSERT_FALSE(body.empty()) << k.ptx;
+  ASSERT_EQ(count(body, "wgmma.mma_async"), 2u) << body;
+  size_t second = body.find("wgmma.mma_async", body.find("wgmma.mma_async") + 1);
+  EXPECT_EQ(count(body.substr(0, second), "wgmma.wait_group"), 0u) << body;
+  EXPECT_EQ(count(body, "wgmma.wait_group"), 1u) << body;
 }
 
 TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {

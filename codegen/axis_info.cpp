@@ -188,6 +188,19 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       }
       return r;
     }
+    case ir::OpKind::shr: {
+      // A run of consecutive values starting at a multiple of 2^s, shifted right by s, is
+      // constant over aligned runs of 2^s: the block of K index k >> 5. (Not a division:
+      // it rounds towards zero, so -4 .. -1 divided by 4 are -1, 0, 0, 0.)
+      AxisInfo r = elementwise_facts(op);
+      const std::optional<int64_t>& by = in(1).value;
+      if (!is_integer(type.dtype) || !by || *by < 1 || *by > 30) return r;
+      const int64_t block = int64_t{1} << *by;
+      const AxisInfo& a = in(0);
+      for (int d = 0; d < rank; ++d)
+        r.constancy[d] = std::max(r.constancy[d], gcd(block, gcd(a.contiguity[d], a.divisibility[d])));
+      return r;
+    }
     case ir::OpKind::cast:
       // Widening an integer keeps every value, so every fact.
       if (is_integer(type.dtype) && is_integer(op.operands[0]->type.dtype) && type.dtype != DType::i1 &&

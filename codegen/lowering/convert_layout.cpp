@@ -39,6 +39,7 @@ std::vector<llvm::Value*> Lowering::convert_through_shared(const ir::Type& type,
   barrier();
   std::vector<llvm::Value*> out;
   for (int r = 0; r < to.num_regs(); ++r) out.push_back(from_memory(b.CreateLoad(elem, slot(to, r))));
+  scratch_used();  // read after the barrier: a conversion may come in the middle of an op
   return out;
 }
 

@@ -114,6 +114,41 @@ std::vector<const ir::Op*> dots_reading_through_shared(const Lowering& L, const 
   return dots;
 }
 
+constexpr int kMaxConversionDepth = 8;  // ops followed between a load and the dot it feeds
+
+bool is_shape_op(K kind) { return kind == K::broadcast || kind == K::expand_dims || kind == K::reshape; }
+
+// Whether `v` is made of scalars, loads and values from outside `body` by elementwise and
+// shape ops alone: no product, reduction or loop-carried value of the body.
+bool made_of_loads(const ir::Block& body, const ir::Value* v, int depth = 0) {
+  if (v->type.is_scalar() || v->owner != &body) return true;
+  const ir::Op* op = v->def;
+  if (!op || depth > kMaxConversionDepth) return false;  // a loop-carried value
+  if (op->kind == K::load || op->kind == K::constant || op->kind == K::splat || op->kind == K::arange) return true;
+  if (!is_elementwise(op->kind) && !is_shape_op(op->kind)) return false;
+  return std::all_of(op->operands.begin(), op->operands.end(),
+                     [&](const ir::Value* o) { return made_of_loads(body, o, depth + 1); });
+}
+
+// Whether every use of `v` leads, through elementwise ops (one at least) and broadcasts of
+// `body` that combine it only with what made_of_loads allows, to a tensor-core dot's A or B:
+// an operand converted or scaled on its way there (int8 weights widened to bf16, fp8 times
+// its block scales), not a tile a product's result meets (attention's bias or mask, added to
+// the logits). (A dot's own operands, and their transposes, are dots_reading_through_shared's.)
+bool feeds_dots_through_elementwise(const Lowering& L, const ir::Block& body, const ir::Value* v,
+                                    std::map<const ir::Value*, int>& uses, bool converted = false, int depth = 0) {
+  std::vector<const ir::Op*> users = users_in(body, v, uses);
+  if (users.empty() || depth > kMaxConversionDepth) return false;
+  return std::all_of(users.begin(), users.end(), [&](const ir::Op* user) {
+    if (user->kind == K::dot) return converted && user->operands[2] != v && L.dot_tiling(*user).has_value();
+    const bool elementwise = is_elementwise(user->kind);
+    if (!elementwise && !is_shape_op(user->kind)) return false;
+    return std::all_of(user->operands.begin(), user->operands.end(),
+                       [&](const ir::Value* o) { return o == v || made_of_loads(body, o); }) &&
+           feeds_dots_through_elementwise(L, body, user->result(), uses, converted || elementwise, depth + 1);
+  });
+}
+
 // Whether `dots` (those dots_reading_through_shared gave for v) are one wgmma that reads v as
 // an 8-bit B stored transposed.
 bool read_transposed(const Lowering& L, const std::vector<const ir::Op*>& dots, const ir::Value* v) {
@@ -186,7 +221,8 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
     if (op->operands.size() > 2 && !is_zero_constant(op->operands[2])) continue;
     std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
-    if (dots.empty()) continue;
+    const bool read_back = dots.empty() && feeds_dots_through_elementwise(L, body, op->result(), uses);
+    if (dots.empty() && !read_back) continue;
     std::set<const ir::Op*> slice;
     if (!collect_slice(body, op->operands[0], slice)) continue;
     if (op->operands.size() > 1 && !collect_slice(body, op->operands[1], slice)) continue;
@@ -196,6 +232,7 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes
     staged.push_back({op.get(), in_body_order(body, slice), width, read_by_wgmma(dots)});
     staged.back().transposed_b = read_transposed(L, dots, op->result());
+    staged.back().read_back = read_back;
   }
   return staged;
 }
@@ -401,6 +438,7 @@ void LoopPipeline::finish() {
   for (const Staged& s : staged_) {
     L_.staged_operands.erase(s.load->result());
     L_.transposed_tiles.erase(s.load->result());
+    L_.read_back_tiles.erase(s.load->result());
   }
   L_.scratch_offset = saved_scratch_offset_;
 }
@@ -413,6 +451,10 @@ llvm::Value* LoopPipeline::tile(int64_t ring_offset, int64_t tile_bytes, llvm::V
 
 void LoopPipeline::offer_tiles(llvm::Value* slot) {
   for (const Staged& s : staged_) {
+    if (s.read_back) {
+      L_.read_back_tiles[s.load->result()] = tile(s.offset, s.tile_bytes, slot);
+      continue;
+    }
     L_.staged_operands[s.load->result()] = tile(s.offset, s.tile_bytes, slot);
     if (s.own_transposed_tiles) L_.transposed_tiles[s.load->result()] = tile(s.transposed_offset, s.tile_bytes, slot);
   }

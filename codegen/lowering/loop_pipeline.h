@@ -21,6 +21,13 @@
 // mbarrier of its slot for the phase of its lap around the ring. The loop carries its
 // position in two laps, 0 .. 2S-1: the slot, and the parity of the phase to wait for.
 //
+// A load whose every use leads through elementwise ops (one at least) and broadcasts to a
+// tensor-core dot's operand, combined only with other loads and values from outside the loop
+// (an operand converted or scaled on its way there: int8 weights widened to bf16, fp8 times
+// its block scales; not a bias a product meets), is staged the same way and read back: in its
+// iteration the load reads the slot's tile into registers in its own layout, and its users
+// compute from those.
+//
 // An 8-bit B that wgmma reads transposed (it takes 8-bit operands K-major only) is staged as
 // given and stored transposed at each step into the scratch space; when its dot stays in
 // flight (below), into an (N, K) tile its ring slot has of its own instead: no other
@@ -129,6 +136,7 @@ class LoopPipeline {
     bool transposed_b = false;         // an 8-bit B that wgmma reads stored transposed
     int64_t offset = 0;                // of its ring in shared memory
     int64_t tile_bytes = 0;
+    bool read_back = false;            // read into registers by the load itself (its users compute)
     bool own_transposed_tiles = false; // transposed_b, its dot in flight: (N, K) tiles per slot
     int64_t transposed_offset = 0;     // of those tiles
   };

@@ -113,8 +113,9 @@ void Lowering::lower_for(const ir::Op& op) {
 
   b.SetInsertPoint(loop);
   define_scalar(body.args[0], iv);
-  if (pipeline) pipeline->begin_iteration(iv, ub, step, stage);
   enter_region();
+  scratch_used();  // by the iteration before
+  if (pipeline) pipeline->begin_iteration(iv, ub, step, stage);
   lower_block(body);
   std::vector<std::vector<llvm::Value*>> next;
   for (size_t i = 0; i < carried; ++i) {
@@ -130,6 +131,7 @@ void Lowering::lower_for(const ir::Op& op) {
   for (size_t i = 0; i < carried; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(next[i][r], latch);
   enter_region();
+  scratch_used();  // by the last iteration
   b.SetInsertPoint(exit);
   if (pipeline) pipeline->leave(stage, ub, step);
   release_invariant_operands(invariant);
@@ -150,6 +152,7 @@ void Lowering::lower_if(const ir::Op& op) {
   auto branch = [&](const ir::Block& block, llvm::BasicBlock* start, bool first) {
     b.SetInsertPoint(start);
     enter_region();
+    scratch_used();  // by the branch lowered before, as far as the lowering knows
     lower_block(block);
     const ir::Op& yield = *block.ops.back();
     if (first)
@@ -166,6 +169,7 @@ void Lowering::lower_if(const ir::Op& op) {
   auto [else_end, else_values] = branch(op.region(1), else_bb, false);
 
   b.SetInsertPoint(join);
+  scratch_used();  // by either branch
   for (size_t i = 0; i < op.results.size(); ++i) {
     std::vector<llvm::Value*> regs;
     for (size_t r = 0; r < then_values[i].size(); ++r) {

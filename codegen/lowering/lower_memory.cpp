@@ -1,10 +1,15 @@
 // Global loads and stores. Consecutive registers that hold consecutive addresses become
 // one vector access of up to 16 bytes when contiguity, alignment and mask constancy
 // (codegen/axis_info.h) allow; masked-off accesses are branched around, so they touch no
-// memory. Stores are made only by the thread that owns each element.
+// memory. A thread's registers that hold the same address under the same mask (runs of equal
+// values: a scale repeated over its block of K) load it once. A load a loop pipeline has
+// staged reads its iteration's tile in shared memory instead (codegen/lowering/
+// loop_pipeline.h). Stores are made only by the thread that owns each element.
 #include <algorithm>
+#include <numeric>
 
 #include "codegen/lowering/lowering.h"
+#include "codegen/lowering/shared_operand.h"
 
 namespace tilejit::codegen::lowering {
 
@@ -29,6 +34,27 @@ int64_t layout_vector(const LinearLayout& layout) {
     n *= 2;
   }
   return n;
+}
+
+// For each register of a load in `layout`, the lowest register that loads the same element
+// under the same mask: the pointer and mask are constant over aligned runs of `constancy[d]`
+// elements along each dim d, and a register bit whose basis moves less than a run along one
+// dim (or not at all) leaves the run, and so the loaded value, unchanged. (A scale repeated
+// over its block of K: a thread holding 16 elements of one block loads its scale once.)
+std::vector<int> first_register_loading_the_same(const LinearLayout& layout, const std::vector<int64_t>& constancy) {
+  int same_bits = 0;
+  for (size_t i = 0; i < layout.reg.size(); ++i) {
+    const Coord& basis = layout.reg[i];
+    int moved = -1, dims = 0;
+    for (int d = 0; d < layout.rank(); ++d)
+      if (basis[static_cast<size_t>(d)]) moved = d, ++dims;
+    // Coordinates combine by XOR: a basis below the run's power of two keeps the bits above.
+    if (dims == 0 || (dims == 1 && basis[static_cast<size_t>(moved)] < floor_pow2(constancy[static_cast<size_t>(moved)])))
+      same_bits |= 1 << i;
+  }
+  std::vector<int> first(static_cast<size_t>(layout.num_regs()));
+  for (int r = 0; r < layout.num_regs(); ++r) first[static_cast<size_t>(r)] = r & ~same_bits;
+  return first;
 }
 
 }  // namespace
@@ -62,6 +88,13 @@ void Lowering::lower_memory(const ir::Op& op) {
   LinearLayout layout = is_scalar ? LinearLayout{} : default_layout(ptr->type.shape);
   if (is_load && !is_scalar)
     layout = load_layout(op, [&](const ir::Value* v) { return predicted_layout(v, 0); });
+  if (auto staged = is_load ? read_back_tiles.find(op.result()) : read_back_tiles.end(); staged != read_back_tiles.end()) {
+    // Its loop pipeline copied it into this iteration's slot (zeros where masked off).
+    std::vector<llvm::Value*> values = SharedOperand(*this, op.result()->type, staged->second).load(layout, mem);
+    for (llvm::Value*& v : values) v = to_register(v);
+    define(op.result(), Regs{layout, values});
+    return;
+  }
   auto regs_of = [&](const ir::Value* v) {
     return is_scalar ? std::vector<llvm::Value*>{scalar(v)} : in_layout(v, layout);
   };
@@ -77,8 +110,21 @@ void Lowering::lower_memory(const ir::Op& op) {
   std::vector<llvm::Value*> result(count);
   llvm::Type* access_type = width > 1 ? llvm::FixedVectorType::get(mem, static_cast<unsigned>(width)) : mem;
   llvm::Align align(static_cast<uint64_t>(width * bytes));
+  std::vector<int> first_same(static_cast<size_t>(count));
+  std::iota(first_same.begin(), first_same.end(), 0);
+  if (is_load && !is_scalar && width == 1) {
+    std::vector<int64_t> constancy = axis().info(ptr).constancy;
+    for (const ir::Value* v : {mask, other})
+      if (v && !v->type.is_scalar())
+        for (size_t d = 0; d < constancy.size(); ++d) constancy[d] = std::min(constancy[d], axis().info(v).constancy[d]);
+    first_same = first_register_loading_the_same(layout, constancy);
+  }
   for (int r = 0; r < count; r += static_cast<int>(width)) {
     llvm::Value* pred = mask ? masks[r] : nullptr;
+    if (first_same[static_cast<size_t>(r)] != r) {
+      result[r] = result[first_same[static_cast<size_t>(r)]];
+      continue;
+    }
     if (is_load) {
       llvm::Value* fallback = llvm::PoisonValue::get(access_type);
       for (int i = 0; i < width; ++i) {

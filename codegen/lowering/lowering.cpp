@@ -284,6 +284,7 @@ llvm::Value* Lowering::shared_block() {
 
 llvm::Value* Lowering::shared_base() {
   complete_scratch_readers();
+  scratch_taken_ = true;
   return scratch_offset ? b.CreateConstGEP1_64(b.getInt8Ty(), shared_block(), static_cast<uint64_t>(scratch_offset))
                         : shared_block();
 }
@@ -297,6 +298,7 @@ void Lowering::barrier() {
          "of the products, or a desc_load at a column not proven a whole number of 16 bytes?); run it without "
          "pingpong",
          fn.name);
+  if (scratch_readers_.empty()) scratch_idle_since_ = ++scratch_events_;
   if (!producer_warps) {
     call_intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
     return;
@@ -352,6 +354,8 @@ void Lowering::lower_block(const ir::Block& block) {
       turn_held = true;
     }
     lower_op(*op);
+    if (scratch_taken_) scratch_used();  // its last access is over once the op is lowered
+    scratch_taken_ = false;
     if (product_turn && op.get() == product_turn->last) {
       pass_turn();
       turn_held = false;

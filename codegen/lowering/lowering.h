@@ -138,6 +138,9 @@ class Lowering {
   // Of those, an 8-bit B that wgmma reads transposed: the (N, K) tile of this iteration's ring
   // slot that the dot stores it into (no other iteration's group reads it).
   std::map<const ir::Value*, llvm::Value*> transposed_tiles;
+  // Loads a loop pipeline has copied into shared memory for their users to compute from: the
+  // tile of this iteration, which the load reads into registers.
+  std::map<const ir::Value*, llvm::Value*> read_back_tiles;
   // wgmma dots whose loop pipeline lets each iteration's group run on into the next one: the
   // dot waits only for the group before it, the pipeline for the last after the loop.
   std::set<const ir::Op*> dots_in_flight;
@@ -157,6 +160,12 @@ class Lowering {
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
   // bar.sync for the CTA; after a warp-specialized loop's split, for its consumer warps.
   void barrier();
+  // Whether a barrier has come since the scratch space was last used (by an op, a layout
+  // conversion, or on another path or iteration: region boundaries count as uses) with no
+  // running wgmma reading it: every thread is done with it, and a lowering about to store
+  // there needs no barrier first.
+  bool scratch_idle() const { return scratch_idle_since_ > scratch_used_at_; }
+  void scratch_used() { scratch_used_at_ = ++scratch_events_; }
   // Two consumer warpgroups taking turns to issue their products (the function's pingpong,
   // codegen/lowering/loop_pipeline.h): the calling warpgroup waits for its turn, or hands the
   // turn to the other one (named barriers 2 and 3, one per warpgroup).
@@ -284,6 +293,9 @@ class Lowering {
   // The running groups that read an operand tile in the scratch space: the scratch space is
   // not handed out again (shared_base) until they complete.
   std::set<const ir::Value*> scratch_readers_;
+  // scratch_idle's clock: events numbered in the order they are lowered.
+  int64_t scratch_events_ = 0, scratch_used_at_ = 0, scratch_idle_since_ = 0;
+  bool scratch_taken_ = false;  // shared_base was called during the op being lowered
   // Waits for the youngest running group whose result `op` reads, and so for the older ones.
   void complete_wgmma_read_by(const ir::Op& op);
   // Whether `op` is a wgmma dot accumulating into a running group's result, of the same

@@ -308,7 +308,7 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   if (a_store) t.a = L.shared_base();
   if (b_store) t.b = L.b.CreateGEP(L.b.getInt8Ty(), L.shared_base(), L.const_i32(a_bytes));
   L.reserve_shared(a_bytes + b_bytes);
-  L.barrier();  // earlier readers of the scratch space are done
+  if (!L.scratch_idle()) L.barrier();  // earlier readers of the scratch space are done
   if (a_store) SharedOperand(L, a->type, t.a).store(a);
   if (b_store && held_b.transposed) SharedOperand(L, transposed_type(b->type), t.b).store_transposed(*transposing);
   else if (b_store) SharedOperand(L, b->type, t.b).store(b);

@@ -351,7 +351,15 @@ ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t r
   }
   plan.group = 0;
   Compute scaled = scaled_compute(lhs, rhs);
-  return use(scaled, ScaleMode::operand_tiles, scaled.max_block_k);
+  // A loop pipeline stages the operand tiles (and scale tiles, 2 bytes an element at most),
+  // each step reading its own back to scale them: up to 3 stages in 72 KiB, which leaves room
+  // for the B tile the dot stores on every target (sm_89 allows 99 KiB a CTA; the epilogue
+  // reuses the ring's).
+  const int64_t bk = scaled.max_block_k;
+  const int64_t stage_bytes = plan.block_m * bk * (dtype_storage_bytes(lhs) + 2) +
+                              bk * plan.block_n * (dtype_storage_bytes(rhs) + 2);
+  if (cc >= 80) plan.num_stages = static_cast<int>(std::clamp<int64_t>(72 * 1024 / stage_bytes, 1, 3));
+  return use(scaled, ScaleMode::operand_tiles, bk);
 }
 
 void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView& rhs, const Tensor& out,

@@ -22,7 +22,8 @@
 //   to the operand tiles in registers: each
 //   element times its scale in f32, then the product in bf16 when both operands are fp8 or bf16
 //   (exact with e8m0 scales; with bf16 scales rounded to bf16, as JAX rounds it), otherwise in
-//   f32 (tf32x3).
+//   f32 (tf32x3). A three-stage loop pipeline copies the operand tiles ahead, each step
+//   reading its own back from shared memory to scale them.
 //
 // f32 operands are computed in f32 through Precision::tf32x3 (about 2^-22 relative per
 // product). Without scales the kernel is a plain batched GEMM (mode none).

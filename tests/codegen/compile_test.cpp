@@ -176,6 +176,23 @@ TEST(Compile, RunsOfBytesLoadAsOneWord) {
   }
 }
 
+TEST(Compile, AValueRepeatedOverABlockLoadsOnce) {
+  // A (64, 32) tile of one scale per block of 16 columns, x[row * 2 + (col >> 4)]: 16 elements
+  // per thread on 4 warps, all in one block, so one load each (16 without the block's runs).
+  for (bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "unmasked");
+    Kernel kernel = define_kernel("block_scales", {"x", "out", "n"}, {},
+                                  [masked](const Constants&, Ptr<i8> x, Ptr<i32> out, Scalar<i32> n) {
+                                    Tile rows = expand_dims(arange(0, 64), 1), cols = expand_dims(arange(0, 32), 0);
+                                    Tile at = x + rows * 2 + (cols >> 4);
+                                    Tile v = masked ? load(at, rows < n) : load(at);
+                                    store(out + rows * 32 + cols, cast(v, DType::i32));
+                                  });
+    std::string ptx = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_90a")).ptx;
+    EXPECT_EQ(count(ptx, "ld.global"), 1u) << ptx;
+  }
+}
+
 // exp2_flushing_subnormals is the single ex2.approx.ftz.f32; exp2 keeps libdevice's, which
 // takes subnormal results (ex2.approx.f32, which ptxas expands to four instructions).
 TEST(Compile, FlushingExp2IsOneFtzInstruction) {

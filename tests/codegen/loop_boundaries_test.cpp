@@ -10,13 +10,15 @@
 // in the layout its branch yields; a vector computed once per element moves to the layout of
 // the product it scales; a loop carries a 16-bit tile two elements to a word; a load of
 // broadcast pointers that feeds a dot, there or in the next iteration, loads in the operand's
-// layout; an 8-bit B read transposed beside another product has its own tile per ring slot.
+// layout; an 8-bit B read transposed beside another product has its own tile per ring slot;
+// no barrier guards the scratch space where one has passed since its last reader.
 #include <gtest/gtest.h>
 
 #include "codegen/compiler.h"
 #include "ptx_text.h"
 #include "ptxas_check.h"
 #include "tests/loop_kernels.h"
+#include "tests/tensor_core_gemm.h"
 
 namespace tilejit::codegen {
 namespace {
@@ -212,6 +214,21 @@ TEST(TransposedTiles, AnEightBitBBesideAnotherProductGoesToItsRingSlotsOwnTile) 
   size_t second = body.find("wgmma.mma_async", body.find("wgmma.mma_async") + 1);
   EXPECT_EQ(count(body.substr(0, second), "wgmma.wait_group"), 0u) << body;
   EXPECT_EQ(count(body, "wgmma.wait_group"), 1u) << body;
+}
+
+TEST(ScratchBarriers, NoneBeforeAStoreWhenTheRingsBarrierHasPassedSinceTheLastReader) {
+  // An 8-bit B given (K, N) read by a wgmma that does not stay in flight (2 stages) is stored
+  // transposed into the scratch space at each step. The last reader of that space, the previous
+  // step's wgmma, completed before the step's ring barrier, and nothing used the space since:
+  // the loop's barriers are the ring's and the one that publishes the store.
+  dsl::Kernel kernel = testing_kernels::tensor_core_gemm<DType::f8e4m3, DType::f8e4m3>();
+  auto fn = kernel.trace(kernel.constants({{"num_stages", 2}}), kernel.aligned_facts());
+  CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+  std::string body = loop_body(k.ptx, "wgmma.fence");
+  ASSERT_FALSE(body.empty()) << k.ptx;
+  EXPECT_EQ(count(body, "wgmma.wait_group.sync.aligned 0;"), 1u) << body;
+  EXPECT_EQ(count(body, "bar.sync"), 2u) << body;
+  expect_ptxas_accepts(k, true);
 }
 
 TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {

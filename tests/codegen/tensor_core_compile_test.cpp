@@ -166,5 +166,19 @@ TEST(TensorCoreCompile, AnOperandComputedInRegistersIsReadFromThemByWgmma) {
   }
 }
 
+TEST(TensorCoreCompile, AnOperandConvertedOnItsWayToTheDotIsStagedAndReadBack) {
+  // A cast there and back before the dot: its loop pipeline copies it by cp.async like B, and
+  // each step reads the slot's tile into registers; no global load is left in the kernel.
+  dsl::Kernel kernel = testing_kernels::tensor_core_gemm<DType::bf16, DType::bf16>();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    auto fn = kernel.trace(kernel.constants({{"A_COMPUTED", 1}, {"num_stages", 3}}), kernel.aligned_facts());
+    CompiledKernel k = compile_to_ptx(*fn, find_target(arch));
+    EXPECT_EQ(count(k.ptx, "ld.global"), 0u) << k.ptx;
+    EXPECT_GT(count(k.ptx, "cp.async.cg.shared.global"), 0u) << k.ptx;
+    expect_ptxas_accepts(k, true);
+  }
+}
+
 }  // namespace
 }  // namespace tilejit::codegen

@@ -33,6 +33,12 @@ const Expression kExpressions[] = {
     {"rows + cols", [](Tile, Tile) { return rows() + cols(); }},
     {"expand_dims(r % n, 1) * s + cols * 2", [](Tile n, Tile s) { return expand_dims(arange(0, 16) % n, 1) * s + cols() * 2; }},
     {"rows * n * s + cols", [](Tile n, Tile s) { return rows() * n * s + cols(); }},
+    // Shifts right: blocks of consecutive values (a scale's block of K).
+    {"(r + 16 * s) >> 2", [](Tile, Tile s) { return (arange(0, 16) + s * 16) >> 2; }},
+    {"(r + s) >> 2", [](Tile, Tile s) { return (arange(0, 16) + s) >> 2; }},
+    {"rows * s + (cols >> 3)", [](Tile, Tile s) { return rows() * s + (cols() >> 3); }},
+    {"(r - 8) >> 2", [](Tile, Tile) { return (arange(0, 16) - 8) >> 2; }},
+    {"(r * 2) >> 2", [](Tile, Tile) { return (arange(0, 16) * 2) >> 2; }},
     // Masks: runs of equal values decide how wide a masked access may be.
     {"r < n", [](Tile n, Tile) { return arange(0, 16) < n; }},
     {"r + 8 < n", [](Tile n, Tile) { return arange(0, 16) + 8 < n; }},
@@ -123,6 +129,20 @@ TEST(AxisFacts, HoldForTheComputedValues) {
       values.resize(size_t(count));
       expect_facts_hold(analysis.info(value), value->type.shape, values);
     }
+  }
+}
+
+TEST(AxisFacts, AShiftedRunIsConstantOverItsBlocks) {
+  // (r + 16 s) >> 2: four equal values from every multiple of 4; r + s, whose runs start
+  // anywhere, gives none.
+  for (bool aligned : {true, false}) {
+    Kernel kernel = define_kernel(aligned ? "shifted_aligned_run" : "shifted_run", {"out", "s"}, {},
+                                  [&](const Constants&, Ptr<i32> out, Scalar<i32> s) {
+                                    store(out + arange(0, 16), (arange(0, 16) + (aligned ? s * 16 : s)) >> 2);
+                                  });
+    std::unique_ptr<ir::Function> fn = kernel.trace(kernel.constants(), {{}, facts_of(1)});
+    codegen::AxisAnalysis analysis(*fn);
+    EXPECT_EQ(analysis.info(fn->body.ops.back()->operands[1]).constancy[0], aligned ? 4 : 1);
   }
 }
 

@@ -431,6 +431,10 @@ TEST(ScaledDotPlan, HowTheScalesAreApplied) {
   p = plan(e4m3, e4m3, 16, 16);  // below fp8's K of 32: scaled in registers
   EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
   EXPECT_EQ(p.compute, bf16);
+  EXPECT_EQ(p.num_stages, 3);  // 128 x 32 tiles of bytes and their scales: 24 KiB a stage at most
+  p = plan(f32, f32, 16, 16);  // 48 KiB a stage: not staged
+  EXPECT_EQ(p.mode, ScaleMode::operand_tiles);
+  EXPECT_EQ(p.num_stages, 1);
   p = plan(f16, e4m3, 16, 0);
   EXPECT_EQ(p.mode, ScaleMode::partial_products);
   EXPECT_EQ(p.compute, f16);

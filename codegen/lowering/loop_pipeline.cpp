@@ -221,7 +221,11 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
     if (op->operands.size() > 2 && !is_zero_constant(op->operands[2])) continue;
     std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
-    const bool read_back = dots.empty() && feeds_dots_through_elementwise(L, body, op->result(), uses);
+    // A staged tile's rows are swizzled in 16-byte chunks (codegen/shared_layout.h); a dot's
+    // operand tiles have such rows, a tile read back may not.
+    const ir::Type& loaded = op->result()->type;
+    const bool read_back = dots.empty() && loaded.shape[1] * dtype_storage_bytes(loaded.dtype) >= 16 &&
+                           feeds_dots_through_elementwise(L, body, op->result(), uses);
     if (dots.empty() && !read_back) continue;
     std::set<const ir::Op*> slice;
     if (!collect_slice(body, op->operands[0], slice)) continue;

@@ -180,5 +180,29 @@ TEST(TensorCoreCompile, AnOperandConvertedOnItsWayToTheDotIsStagedAndReadBack) {
   }
 }
 
+TEST(TensorCoreCompile, AConvertedOperandWithRowsNarrowerThanAChunkIsNotStaged) {
+  // B (32, 8) int8 widened to bf16: 8-byte rows, which a staged tile's 16-byte swizzle chunks
+  // cannot hold; A (16, 32) bf16 widened from int8 too, 32-byte rows: staged and read back.
+  using namespace tilejit::dsl;
+  dsl::Kernel kernel = define_kernel(
+      "narrow_converted_b", {"a", "b", "c", "k"}, {{"num_warps", 1}, {"num_stages", 2}},
+      [](const Constants&, Ptr<i8> a, Ptr<i8> b, Ptr<f32> c, Scalar<i32> k) {
+        Tile rows = arange(0, 16), cols = arange(0, 8), ks = arange(0, 32);
+        Tile acc = for_range(0, k, 32, zeros({16, 8}, DType::f32), [&](Tile kk, Tile acc) {
+          Tile a_tile = cast(load(a + expand_dims(rows, 1) * k + expand_dims(ks + kk, 0)), DType::bf16);
+          Tile b_tile = cast(load(b + expand_dims(ks + kk, 1) * 8 + expand_dims(cols, 0)), DType::bf16);
+          return dot(a_tile, b_tile, acc);
+        });
+        store(c + expand_dims(rows, 1) * 8 + expand_dims(cols, 0), acc);
+      });
+  auto fn = kernel.trace(kernel.constants(), kernel.aligned_facts());
+  CompiledKernel k = compile_to_ptx(*fn, find_target("sm_80"));
+  // A's 512 bytes are one 16-byte copy per thread and step: the prologue's step and the loop's.
+  EXPECT_EQ(count(k.ptx, "cp.async.cg.shared.global"), 2u) << k.ptx;
+  EXPECT_EQ(count(k.ptx, "cp.async.ca.shared.global"), 0u) << k.ptx;
+  EXPECT_GT(count(k.ptx, "ld.global"), 0u) << "B loaded in the loop" << k.ptx;
+  expect_ptxas_accepts(k, true);
+}
+
 }  // namespace
 }  // namespace tilejit::codegen

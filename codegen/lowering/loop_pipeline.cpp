@@ -220,17 +220,16 @@ std::vector<LoopPipeline::Staged> LoopPipeline::staged_loads(Lowering& L, const 
     // Only loads whose masked-off elements are zero: the copies zero-fill.
     if (op->kind != K::load || op->result()->type.rank() != 2) continue;
     if (op->operands.size() > 2 && !is_zero_constant(op->operands[2])) continue;
+    const ir::Type& type = op->result()->type;
     std::vector<const ir::Op*> dots = dots_reading_through_shared(L, body, op->result(), uses);
     // A staged tile's rows are swizzled in 16-byte chunks (codegen/shared_layout.h); a dot's
     // operand tiles have such rows, a tile read back may not.
-    const ir::Type& loaded = op->result()->type;
-    const bool read_back = dots.empty() && loaded.shape[1] * dtype_storage_bytes(loaded.dtype) >= 16 &&
+    const bool read_back = dots.empty() && type.shape[1] * dtype_storage_bytes(type.dtype) >= 16 &&
                            feeds_dots_through_elementwise(L, body, op->result(), uses);
     if (dots.empty() && !read_back) continue;
     std::set<const ir::Op*> slice;
     if (!collect_slice(body, op->operands[0], slice)) continue;
     if (op->operands.size() > 1 && !collect_slice(body, op->operands[1], slice)) continue;
-    const ir::Type& type = op->result()->type;
     const ir::Value* mask = op->operands.size() > 1 ? op->operands[1] : nullptr;
     int64_t width = L.access_width(*op, L.default_layout(type.shape), mask);
     if (width * dtype_storage_bytes(type.dtype) < 4) continue;  // cp.async copies 4, 8 or 16 bytes

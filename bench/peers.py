@@ -4,7 +4,8 @@
 Peers: PyTorch's scaled_dot_product_attention (each backend that runs: flash, cuDNN, memory
 efficient), jax.nn.dot_product_attention (xla and cudnn) and jax.lax.scaled_dot. tilejit runs
 through `tilejit run OP --device cuda`, which times its kernels alone and checks them against a
-double-precision reference on sampled rows. Every timing is the median of repeats after warm-up
+double-precision reference on sampled rows: attention twice, with the heuristic config an untuned
+shape runs and tuned on its first call (TILEJIT_AUTOTUNE=1). Every timing is the median of repeats after warm-up
 on random inputs; a backward time is the forward-plus-backward time minus the forward's (tilejit
 times its backward kernels alone). A peer that cannot run here (not installed, no GPU backend,
 an API this version lacks) is reported as unavailable with the reason, never dropped silently.
@@ -22,6 +23,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPEATS = 20
@@ -62,11 +64,17 @@ def median_seconds(run, repeats=REPEATS, warmup=3):
 
 # --- tilejit -------------------------------------------------------------------------------
 
-def tilejit_ms(tilejit, op, sets, device):
+def tilejit_ms(tilejit, op, sets, device, tuned=False):
+    """Each run has a kernel cache of its own, empty, and no packs. With `tuned`, the shape is tuned
+    on its first call (TILEJIT_AUTOTUNE=1) and the calls timed run the tuner's choice; otherwise
+    they run the op's heuristic config, as an untuned shape does."""
     args = [tilejit, "run", op, "--device", device]
     for name, value in sets.items():
         args += ["--set", f"{name}={value}"]
-    done = subprocess.run(args, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="tilejit-peers-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "TILEJIT_PREBUILT"}
+        env.update(TILEJIT_CACHE_DIR=cache, TILEJIT_AUTOTUNE="1" if tuned else "0")
+        done = subprocess.run(args, capture_output=True, text=True, env=env)
     line = (done.stdout.strip().splitlines() or [""])[-1]
     if done.returncode != 0:
         raise RuntimeError(f"tilejit run {op} failed ({done.returncode}): {line or done.stderr.strip()}")
@@ -188,6 +196,7 @@ def main():
         sets = dict(p, CAUSAL=1) if causal else dict(p)
         op = "attention_backward" if backward else "attention"
         measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, op, sets, device), rows)
+        measure("tilejit tuned on first use", flops, lambda: tilejit_ms(o.tilejit, op, sets, device, tuned=True), rows)
         for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"):
             measure(f"torch sdpa {backend.lower()}", flops, lambda: torch_sdpa_ms(p, causal, backward, backend), rows)
         for implementation in ("xla", "cudnn"):

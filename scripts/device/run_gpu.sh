@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the project root with .device/ carried over (bundle.sh makes it):
 # the whole GPU session in one command, most important first, within BUDGET seconds (default
-# 560, for a command limit of 600): the gpu tests (each in its own process) and the collectives'
-# tests, gemm against cuBLASLt, attention and scaled_dot against PyTorch and JAX, the tuned
-# packs of caches/ (tune_pack.sh),
-# the gemm schedules, the runtime and collectives benchmarks, every registered kernel with its
-# PTX dumped (scripts/sass_report.sh reads it back here), and the autotuner's benchmarks. What
+# 560, for a command limit of 600): the gpu tests (each in its own process), the collectives'
+# tests and their overhead over raw NCCL, gemm against cuBLASLt, attention and scaled_dot against
+# PyTorch and JAX, one shape tuned end to end and the cold start from a cache, the module load
+# and launch overhead, the tuned packs of caches/ (tune_pack.sh), the gemm schedules, every
+# registered kernel with its PTX dumped (scripts/sass_report.sh reads it back here), and the
+# top 8 against the exhaustive search. What
 # comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs. Naming steps
 # runs only those (a later session picks up where a cut-off one stopped):
 #   bash scripts/device/run_gpu.sh [BUDGET [STEP...]]
@@ -27,20 +28,21 @@ step test_gpu 120 bash scripts/device/each_test.sh $b/test_gpu
 step sanitize_descriptors 40 "$CUDA_HOME/bin/compute-sanitizer" --tool memcheck --print-limit 4 --error-exitcode 1 \
   $b/test_gpu --gtest_filter='Gpu/DescriptorCopyOnGpu.*'
 step test_gpu_collectives 40 bash scripts/device/each_test.sh $b/test_gpu_collectives
+# The emulator's benchmarks are for the development machine; here only the GPU's.
+step collectives_bench 30 $b/collectives_bench --benchmark_filter='RawNccl|OnGpu' "${bench_args[@]}"
 step gemm_bench 80 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
-step peers 150 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
+step peers 180 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
+# Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
+step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart|MakeTuningProblem)' \
+  --benchmark_repetitions=1
+step runtime_bench 20 $b/runtime_bench --benchmark_filter='Cuda|ColdStart' "${bench_args[@]}"
 step tune_pack_gemm 120 bash scripts/device/tune_pack.sh gemm
 step tune_pack_attention 150 bash scripts/device/tune_pack.sh attention
 step gemm_schedules 60 $b/gemm_bench --benchmark_filter='^tilejit_schedule/' "${bench_args[@]}"
-step runtime_bench 30 $b/runtime_bench "${bench_args[@]}"
-step collectives_bench 40 $b/collectives_bench "${bench_args[@]}"
 # The PTX of every kernel built goes to dump/ in the logs: scripts/sass_report.sh shows its SASS.
 step kernels 60 bash -c 'for k in $("$1" list | awk "{print \$1}"); do TILEJIT_DUMP_DIR="$2" "$1" run "$k" --device cuda; done' \
   _ $b/tilejit "$logs/dump"
 step examples 30 bash -c '"$1"/demo && "$1"/tp_mlp --device cuda' _ $b
-# Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
-step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart|MakeTuningProblem)' \
-  --benchmark_repetitions=1
 # The cost model's top 8 against every config of the space, once per shape (each is minutes).
 step autotune_exhaustive 300 $b/autotune_bench --benchmark_filter='BM_TopKAgainstExhaustive/.*cuda'
 finish_steps

@@ -7,6 +7,7 @@
 
 #include "autotune/bucket_config.h"
 #include "autotune/call_memo.h"
+#include "autotune/cost_model.h"
 #include "ops/attention/candidate_runner.h"
 
 namespace tilejit::ops::attention_detail {
@@ -50,12 +51,11 @@ double values_per_thread(TunedKernel kernel, const AttentionTuningSpec& spec, co
 // The space's bound on live values per thread, counted as they are on the GPU that holds the
 // fewest (the operands of 16-bit inputs in shared memory, as wgmma reads them); the cost model
 // charges a GPU whose registers hold fewer for its spills. On sm_90a, ptxas assembles 16-bit
-// configs of up to about kWgmmaRegisterValues without spills (dk / dv at head dim 128: 128 keys
-// by 32 queries, overlapped, count 176 and take 230 registers; dq's 128 queries by 64 keys and
-// the forward's 128 by 128 count 160 and take 255 and 243), and up to the bound with a few
-// (dk / dv by 64 queries, 224: 44 bytes).
+// configs of up to about autotune::kWgmmaRegisterValues without spills (dk / dv at head dim
+// 128: 128 keys by 32 queries, overlapped, count 176 and take 230 registers; dq's 128 queries by
+// 64 keys and the forward's 128 by 128 count 160 and take 255 and 243), and up to the bound
+// with a few (dk / dv by 64 queries, 224: 44 bytes).
 constexpr double kMostValuesPerThread = 224;
-constexpr double kWgmmaRegisterValues = 176;
 
 bool operands_in_registers(const AttentionTuningSpec& spec, const DeviceInfo& device) {
   return spec.dtype == DType::f32 || device.cc_major != 9;
@@ -79,9 +79,9 @@ bool offers_pingpong(TunedKernel kernel, const AttentionTuningSpec& spec) {
 // pipeline stages (16-bit inputs), products overlapped or not (with two stages), a producer
 // warpgroup or not (where offered, with two stages and whole warpgroups), for the forward
 // consumer warpgroups that take turns or not, for dk / dv summing dq or leaving it to the dq
-// kernel; at most kMostValuesPerThread live values per thread. The cost model cannot tell the
-// stages or the overlap apart, so a tile's variants come next to each other in its ranking and
-// the GPU's timing decides.
+// kernel; at most kMostValuesPerThread live values per thread. The cost model ranks a tile's
+// variants by the copy latency their pipelines leave exposed and the part of the softmax their
+// schedules leave exposed (work_of); the GPU's timing decides among the top k.
 autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& spec) {
   autotune::ConfigSpace space;
   space.add("BLOCK_M", {16, 32, 64, 128}).add("BLOCK_N", {16, 32, 64, 128}).add("num_warps", {4, 8});
@@ -118,16 +118,33 @@ autotune::ConfigSpace space_of(TunedKernel kernel, const AttentionTuningSpec& sp
   return space;
 }
 
+// The part of the softmax's exponentials that no product runs under. wgmma's products run
+// asynchronously: with OVERLAP a warpgroup computes one block's softmax while its product of
+// the block before runs, with pingpong one consumer warpgroup's softmax runs under the other's
+// products, and a producer warpgroup takes the copies' issue and waits off the consumers. The
+// fractions hidden (OVERLAP 0.32, the producer 0.1, pingpong 0.27) make the forward at head
+// dim 128, whose exponentials take half the products' time on an H100, come out in the ratios
+// of FlashAttention-3's ablation there: its whole schedule at 661 TFLOP/s, 582 without the
+// overlap inside a warpgroup, 570 without the producer and the pingpong. Elsewhere (mma.sync,
+// tf32x3) the products wait for the softmax and the softmax for them.
+double softmax_exposed(const Config& c, bool async_products) {
+  if (!async_products) return 1;
+  auto on = [&c](const char* name) { return c.has(name) && c[name] != 0; };
+  return 1 - (on("OVERLAP") ? 0.32 : 0) - (on("warp_specialize") ? 0.1 : 0) - (on("pingpong") ? 0.27 : 0);
+}
+
 // The launch a config makes: a program per block of its rows (queries of a query head, or keys
 // of a kv head for dk / dv, which visits the queries of its G heads) reads the other side's rows
 // up to its last kept block (about half of them when causal), two operands of H each (from
-// memory once per head: a head's programs run at about the same time, and L2 serves the rest),
-// and multiplies with them on tensor cores: twice in the forward (q k^T, p v), three times for
-// dq (and dp = dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q). It waits once per block
-// it steps over and once more per head-dim chunk (whose products are issued apart), so of two
+// memory once per head: a head's programs run at about the same time, and L2 serves the rest
+// to each program), and multiplies with them on tensor cores (wgmma where each warpgroup has
+// 64 of the program's rows): twice in the forward (q k^T, p v), three times for
+// dq (and dp = dout v^T, ds k), four for dk / dv (and p^T dout, ds^T q), with one exponential
+// per (row, other row) pair. Each block it steps over is a step of its loop pipeline. It waits
+// once per block and once more per head-dim chunk (whose products are issued apart), so of two
 // tilings the one with fewer blocks and chunks comes first. Its live values are counted as they
-// lie on `device` (values_per_thread); with wgmma about kWgmmaRegisterValues fit in registers,
-// with mma.sync about 128.
+// lie on `device` (values_per_thread); with wgmma about autotune::kWgmmaRegisterValues fit in
+// registers, with mma.sync about 128.
 autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec, const Config& c,
                              const ProblemShape& s, const DeviceInfo& device) {
   const int64_t rows = program_rows(kernel, c), step = step_rows(kernel, c), h = padded_head_dim(spec.head_dim);
@@ -151,12 +168,21 @@ autotune::LaunchWork work_of(TunedKernel kernel, const AttentionTuningSpec& spec
                             2.0 * products * double(programs * rows * h) * others,
                             bytes * other_rows * double(2 * h) + own_bytes + dq_sums,
                             values_per_thread(kernel, spec, c, operands_in_registers(spec, device))};
+  work.l2_bytes = bytes * double(programs) * others * double(2 * h);
+  const bool wgmma = spec.dtype != DType::f32 && device.cc_major == 9 && rows >= 16 * c["num_warps"];
   if (spec.dtype != DType::f32) {  // f32 runs tf32x3 (three products per one) through registers
     work.tensor_flops = work.flops;
-    if (device.cc_major == 9) work.register_values = kWgmmaRegisterValues;
+    if (wgmma) work.register_values = autotune::kWgmmaRegisterValues;
+    // sm_90's mma.sync reaches about two thirds of wgmma's rate (FlashAttention-2, built on
+    // it, runs at about half of FlashAttention-3's speed on an H100).
+    else if (device.cc_major == 9) work.tensor_rate = 2.0 / 3.0;
   }
   const int64_t chunks = cdiv(h, std::min(c["HEAD_CHUNK"], h));
   work.waits_per_program = int64_t(others / double(step)) * (1 + chunks);
+  work.copy_steps_per_program = int64_t(others / double(step));
+  work.stages = int(c["num_stages"]);
+  work.special_ops = double(programs * rows) * others;
+  work.special_exposed = softmax_exposed(c, wgmma);
   return work;
 }
 

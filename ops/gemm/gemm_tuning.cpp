@@ -6,6 +6,7 @@
 
 #include "autotune/bucket_config.h"
 #include "autotune/call_memo.h"
+#include "autotune/cost_model.h"
 #include "ops/gemm/gemm_candidate_runner.h"
 
 namespace tilejit::ops::gemm_detail {
@@ -70,10 +71,21 @@ autotune::ConfigSpace space_of(const GemmTuningSpec& spec) {
   return space;
 }
 
-// The launch a config makes, for the cost model: operand tiles read once per K step of every
-// program (B's once per cluster, which multicasts them), the output written (by every slice,
-// with split-K, and read back by the sum).
-autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s) {
+// The tensor cores' rate for the spec's inputs against 16-bit ones (autotune::LaunchWork).
+double tensor_rate(const GemmTuningSpec& spec) {
+  if (dtype_bits(spec.a) == 8) return 2;
+  if (spec.a != DType::f32) return 1;
+  return spec.precision == dsl::Precision::tf32x3 ? 0.5 / 3 : 0.5;
+}
+
+// The launch a config makes, for the cost model: A and B from memory once, their tiles read
+// from L2 once per K step of every program (B's once per cluster, which multicasts them), the
+// output written (by every slice, with split-K, and read back by the sum), on the tensor cores
+// unless f32 asks for IEEE products. A program's registers hold its accumulators (fp8's two, where it sums each K
+// block's product apart), and the operand tiles too where no wgmma reads them from shared
+// memory; its K steps each consume a block of A and of B from the pipeline's ring.
+autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s,
+                             const DeviceInfo& device) {
   int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], split = c["SPLIT_K"];
   int64_t cluster = c.has("cluster_x") ? c["cluster_x"] : 1;
   int64_t tiles = tile_rows_in_clusters(s["M"], bm, cluster) * cdiv(s["N"], bn);
@@ -83,8 +95,20 @@ autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const 
   double threads = 32.0 * double(c["num_warps"]);
   // A producer warpgroup adds its four warps to the launch.
   int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
-  return {tiles * split, warps, 2.0 * double(tiles * bm * bn) * k,
-          operand_bytes * double(tiles) * (double(bm) + double(bn) / double(cluster)) * k + out_bytes, double(bm * bn + (bm + bn) * bk) / threads};
+  const bool wgmma = device.cc_major == 9 && tma_operands(spec);
+  const double accumulators = double(features_of(spec).accumulator_tiles() * bm * bn);
+  autotune::LaunchWork work{tiles * split, warps, 2.0 * double(tiles * bm * bn) * k,
+                            operand_bytes * double((s["M"] + s["N"]) * s["K"]) + out_bytes,
+                            (accumulators + (wgmma ? 0.0 : double((bm + bn) * bk))) / threads};
+  work.l2_bytes = operand_bytes * double(tiles) * (double(bm) + double(bn) / double(cluster)) * k;
+  if (!on_cuda_cores(spec)) {
+    work.tensor_flops = work.flops;
+    work.tensor_rate = tensor_rate(spec);
+  }
+  if (wgmma) work.register_values = autotune::kWgmmaRegisterValues;
+  work.copy_steps_per_program = cdiv(cdiv(s["K"], split), bk);
+  work.stages = int(c["num_stages"]);
+  return work;
 }
 
 // A problem with the spec's dtypes and layout and the shape's sizes, for the heuristic, which
@@ -121,7 +145,9 @@ autotune::TunableKernel make_tunable(const GemmTuningSpec& spec) {
   op.bucketing.power_of_two("M").power_of_two("N").power_of_two("K");
   op.dtypes = spec.dtypes();
   op.layout = spec.layout();
-  op.work = [spec](const Config& c, const ProblemShape& s, const DeviceInfo&) { return work_of(spec, c, s); };
+  op.work = [spec](const Config& c, const ProblemShape& s, const DeviceInfo& device) {
+    return work_of(spec, c, s, device);
+  };
   op.heuristic = [spec](const ProblemShape& s, const DeviceInfo& device) {
     return tuned_values(spec, heuristic_gemm_config(shaped_problem(spec, s), device));
   };

@@ -138,20 +138,64 @@ TEST(CostModel, MoreWorkTakesLongerAndSpillsCost) {
   EXPECT_GT(estimate_ms(spilling, h100()), t);
 }
 
-// Tensor-core flops run at the tensor cores' rate, a program's waits cost time beside its work,
-// and a kernel whose values fit in more registers than the default spills later.
+// Tensor-core flops run at the tensor cores' rate (twice that for 8-bit inputs), a program's
+// waits cost time beside its work, and a kernel whose values fit in more registers than the
+// default spills later.
 TEST(CostModel, TensorFlopsWaitsAndRegisterRoom) {
   LaunchWork base{1024, 4, 1e12, 1e6, 64};
   LaunchWork on_tensor_cores = base, waiting = base, roomy = base, crowded = base;
   on_tensor_cores.tensor_flops = base.flops;
+  LaunchWork eight_bit = on_tensor_cores;
+  eight_bit.tensor_rate = 2;
   waiting.waits_per_program = 1000;
   crowded.values_per_thread = roomy.values_per_thread = 200;
   roomy.register_values = 224;
   double t = estimate_ms(base, h100());
   EXPECT_LT(estimate_ms(on_tensor_cores, h100()) * 8, t);
+  EXPECT_NEAR(estimate_ms(eight_bit, h100()) * 2, estimate_ms(on_tensor_cores, h100()),
+              0.1 * estimate_ms(on_tensor_cores, h100()));
   EXPECT_GT(estimate_ms(waiting, h100()), t);
-  EXPECT_DOUBLE_EQ(estimate_ms(roomy, h100()), t);
+  EXPECT_LT(estimate_ms(roomy, h100()), estimate_ms(crowded, h100()));
   EXPECT_GT(estimate_ms(crowded, h100()), t);
+}
+
+// A loop whose steps each wait for their own copies (one stage) pays the copy latency a
+// pipeline of two hides behind a step's work; with several CTAs on an SM, the others' work
+// hides it too. Traffic that L2 serves costs at L2's rate, less than DRAM's.
+TEST(CostModel, PipelinesHideTheCopiesLatency) {
+  LaunchWork step_bound{132, 8, 0, 1e6, 240};  // one CTA per SM: its registers fill the file
+  step_bound.flops = step_bound.tensor_flops = 132 * 64 * (2.0 * 128 * 128 * 128);  // 64 steps of 1024 clocks
+  step_bound.register_values = 240;
+  step_bound.copy_steps_per_program = 64;
+  LaunchWork piped = step_bound, small_steps = step_bound, small_piped = step_bound;
+  piped.stages = small_piped.stages = 2;
+  small_steps.copy_steps_per_program = small_piped.copy_steps_per_program = 640;  // 102 clocks a step
+  small_piped.stages = 4;
+  EXPECT_GT(estimate_ms(step_bound, h100()), 1.5 * estimate_ms(piped, h100()));
+  EXPECT_GT(estimate_ms(small_steps, h100()), estimate_ms(small_piped, h100()));
+  LaunchWork shared = piped;
+  shared.values_per_thread = 60;  // four CTAs an SM
+  shared.programs = 4 * 132;
+  shared.flops = shared.tensor_flops = 4 * piped.flops;
+  shared.stages = 1;
+  EXPECT_LT(estimate_ms(shared, h100()), 4.2 * estimate_ms(piped, h100()));
+
+  LaunchWork from_dram{1024, 4, 1e6, 1e10, 64}, from_l2 = from_dram;
+  from_l2.bytes = 1e6, from_l2.l2_bytes = 1e10;
+  EXPECT_LT(estimate_ms(from_l2, h100()) * 2, estimate_ms(from_dram, h100()));
+}
+
+// Exponentials the products wait for cost the special-function units' time, the part a
+// schedule leaves exposed.
+TEST(CostModel, ExposedSpecialFunctionsCost) {
+  LaunchWork products{1024, 8, 1e12, 1e6, 64};
+  products.tensor_flops = products.flops;
+  LaunchWork exposed = products, overlapped = products;
+  exposed.special_ops = overlapped.special_ops = products.flops / 512;  // one per 512 flops: half their time
+  overlapped.special_exposed = 0.3;
+  const double t = estimate_ms(products, h100());
+  EXPECT_NEAR(estimate_ms(exposed, h100()), 1.5 * t, 0.1 * t);
+  EXPECT_NEAR(estimate_ms(overlapped, h100()), 1.15 * t, 0.1 * t);
 }
 
 // The GEMM declaration's ranking on an H100: a big square GEMM wants big tiles and enough

@@ -15,6 +15,7 @@
 #include "ops/attention/tuning.h"
 #include "tests/fresh_cache.h"
 #include "tests/ptx_dump.h"
+#include "tests/ops/cost_model_ranking.h"
 #include "tests/ops/attention_test_util.h"
 #include "tests/scoped_env.h"
 
@@ -409,35 +410,39 @@ TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
   EXPECT_NE(ptx[0].find("bar.arrive"), std::string::npos);
 }
 
-
 // The cost model's ranking of the forward (bf16, head dim 128, 16 heads of 16384 queries and
-// keys), as the tuner ranks the space. On sm_90a the tiles that step over 128 keys with the
-// whole head in one chunk come first, and 128 x 128 on 8 warps (which ptxas assembles without
-// spills) is among the configs a top-8 tuning times beside the heuristic's. On sm_80, whose
-// operands pass through registers, that tile would spill: it costs more than the first.
-TEST(AttentionTuning, TheCostModelRanksWholeHeadTilesOf128KeysFirstOnSm90) {
+// keys) on an H100 and an A100. On sm_90a FlashAttention-3's schedule comes first: 128 queries
+// by 128 keys, the whole head in one chunk, a producer warpgroup and two consumer warpgroups
+// taking turns, each overlapping its softmax with its products; the top 8 a tuning times
+// beside the heuristic's config hold the same tile without the turns or the producer, and no
+// one-stage pipeline (it leaves each step waiting for its copies). On sm_80, whose operands
+// pass through registers, that tile would spill: the top 8 leave it out.
+TEST(AttentionTuning, TheCostModelRanksFlashAttention3sScheduleFirstOnSm90) {
   const at::TunableKernel& op = ad::attention_tunable({DType::bf16, 128, false});
   const at::ProblemShape shape{{{"BN", 16}, {"G", 1}, {"T", 16384}, {"S", 16384}}};
-  auto ranking = [&](const char* device_name) {
-    const tilejit::DeviceInfo device = Device::by_name(device_name).info();
-    std::vector<std::pair<double, at::Config>> ranked;
-    for (const at::Config& c : op.space.configs())
-      if (!op.space.violated(c, shape)) ranked.emplace_back(at::estimate_ms(op.work(c, shape, device), device), c);
-    std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    return ranked;
+  auto tile = [](const at::Config& c, int64_t rows, int64_t keys) {
+    return c["BLOCK_M"] == rows && c["BLOCK_N"] == keys && c["num_warps"] == 8 && c["HEAD_CHUNK"] == 128;
   };
-  auto wide_tile = [](const std::pair<double, at::Config>& r) {
-    return r.second["BLOCK_M"] == 128 && r.second["BLOCK_N"] == 128 && r.second["num_warps"] == 8;
+  const auto hopper = model_ranking(op, shape, model_gpu("sm_90a", 132));
+  ASSERT_GE(hopper.size(), 8u);
+  const at::Config& first = hopper[0].second;
+  EXPECT_TRUE(tile(first, 128, 128) && first["warp_specialize"] == 1 && first["pingpong"] == 1 &&
+              first["OVERLAP"] == 1 && first["num_stages"] == 2)
+      << first.str();
+  auto in_top_8 = [&](auto&& pred) {
+    return std::any_of(hopper.begin(), hopper.begin() + 8, [&](auto& r) { return pred(r.second); });
   };
-  const auto hopper = ranking("emu:sm_90a");
-  ASSERT_GE(hopper.size(), 7u);
-  EXPECT_EQ(hopper[0].second["BLOCK_N"], 128) << hopper[0].second.str();
-  EXPECT_EQ(hopper[0].second["HEAD_CHUNK"], 128) << hopper[0].second.str();
-  EXPECT_TRUE(std::any_of(hopper.begin(), hopper.begin() + 7, wide_tile));
-  const auto ampere = ranking("emu:sm_80");
-  auto wide = std::find_if(ampere.begin(), ampere.end(), wide_tile);
+  EXPECT_TRUE(in_top_8([&](const at::Config& c) {
+    return tile(c, 128, 128) && c["pingpong"] == 0 && c["warp_specialize"] == 1;
+  }));
+  EXPECT_TRUE(in_top_8([&](const at::Config& c) { return tile(c, 128, 128) && c["warp_specialize"] == 0; }));
+  EXPECT_FALSE(in_top_8([](const at::Config& c) { return c["num_stages"] == 1; }));
+
+  const auto ampere = model_ranking(op, shape, model_gpu("sm_80", 108));
+  auto wide = std::find_if(ampere.begin(), ampere.end(), [&](auto& r) { return tile(r.second, 128, 128); });
   ASSERT_NE(wide, ampere.end());
-  EXPECT_GT(wide->first, ampere[0].first * 1.5) << ampere[0].second.str();
+  EXPECT_GE(wide - ampere.begin(), 8) << ampere[0].second.str();
 }
+
 }  // namespace
 }  // namespace tjops

@@ -4,7 +4,7 @@
 # 560, for a command limit of 600): the gpu tests (each in its own process), the collectives'
 # tests and their overhead over raw NCCL, gemm against cuBLASLt, attention and scaled_dot against
 # PyTorch and JAX, one shape tuned end to end and the cold start from a cache, the module load
-# and launch overhead, the tuned packs of caches/ (tune_pack.sh), the gemm schedules, every
+# and launch overhead, the gemm schedules, the tuned packs of caches/ (tune_pack.sh), every
 # registered kernel with its PTX dumped (scripts/sass_report.sh reads it back here), and the
 # top 8 against the exhaustive search. What
 # comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs. Naming steps
@@ -22,7 +22,7 @@ bench_args=(--benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_repor
   $b/tilejit info
   echo "libraries not found:"; ldd $b/* | grep 'not found' | sort -u; } >"$logs/machine.log" 2>&1
 cat "$logs/machine.log"
-step test_gpu 120 bash scripts/device/each_test.sh $b/test_gpu
+step test_gpu 150 bash scripts/device/each_test.sh $b/test_gpu
 # Where a kernel faults (an illegal instruction, address, ...), the sanitizer names it and the
 # faulting instruction; a clean run says so in a few seconds.
 step sanitize_descriptors 40 "$CUDA_HOME/bin/compute-sanitizer" --tool memcheck --print-limit 4 --error-exitcode 1 \
@@ -36,9 +36,9 @@ step peers 180 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.j
 step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart|MakeTuningProblem)' \
   --benchmark_repetitions=1
 step runtime_bench 20 $b/runtime_bench --benchmark_filter='Cuda|ColdStart' "${bench_args[@]}"
+step gemm_schedules 60 $b/gemm_bench --benchmark_filter='^tilejit_schedule/' "${bench_args[@]}"
 step tune_pack_gemm 120 bash scripts/device/tune_pack.sh gemm
 step tune_pack_attention 150 bash scripts/device/tune_pack.sh attention
-step gemm_schedules 60 $b/gemm_bench --benchmark_filter='^tilejit_schedule/' "${bench_args[@]}"
 # The PTX of every kernel built goes to dump/ in the logs: scripts/sass_report.sh shows its SASS.
 step kernels 60 bash -c 'for k in $("$1" list | awk "{print \$1}"); do TILEJIT_DUMP_DIR="$2" "$1" run "$k" --device cuda; done' \
   _ $b/tilejit "$logs/dump"

@@ -92,8 +92,11 @@ double estimate_ms(const LaunchWork& work, const DeviceInfo& device) {
   double spills = std::pow(std::max(1.0, work.values_per_thread / std::max(1.0, work.register_values)), 2);
   double waits_ms = double(waves * work.waits_per_program) * kWaitClocks / clocks_per_ms;
 
+  double follow_up_ms =
+      work.follow_up_bytes > 0 ? work.follow_up_bytes / (peaks.dram_gb_per_s * 1e6) + kLaunchOverheadMs : 0;
+
   return roofline_ms * std::max(1.0, quantization) * latency * spills + stalls_ms + waits_ms +
-         double(waves) * kWaveOverheadMs + kLaunchOverheadMs;
+         double(waves) * kWaveOverheadMs + kLaunchOverheadMs + follow_up_ms;
 }
 
 }  // namespace tilejit::autotune

@@ -46,6 +46,9 @@ struct LaunchWork {
   // it). Zero steps: the model takes the warps resident on an SM as what hides the latency.
   int64_t copy_steps_per_program = 0;
   int stages = 1;
+  // DRAM traffic of a kernel the call launches after this one (split-K's sum of its slices),
+  // which nothing overlaps.
+  double follow_up_bytes = 0;
   // Special-function operations (exponentials) of the launch that the tensor cores wait for,
   // and the fraction of their time that no product runs under (schedules that overlap them
   // with products hide the rest).

@@ -80,25 +80,27 @@ double tensor_rate(const GemmTuningSpec& spec) {
 
 // The launch a config makes, for the cost model: A and B from memory once, their tiles read
 // from L2 once per K step of every program (B's once per cluster, which multicasts them), the
-// output written (by every slice, with split-K, and read back by the sum), on the tensor cores
-// unless f32 asks for IEEE products. A program's registers hold its accumulators (fp8's two, where it sums each K
+// output written (with split-K, every slice's f32 partial sums, which a second kernel reads
+// back and sums into the output), on the tensor cores unless f32 asks for IEEE products. A program's registers hold its accumulators (fp8's two, where it sums each K
 // block's product apart), and the operand tiles too where no wgmma reads them from shared
 // memory; its K steps each consume a block of A and of B from the pipeline's ring.
 autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s,
                              const DeviceInfo& device) {
   int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], split = c["SPLIT_K"];
-  int64_t cluster = c.has("cluster_x") ? c["cluster_x"] : 1;
+  // Clusters (sm_90) multicast B to their CTAs; elsewhere the config runs without them.
+  int64_t cluster = c.has("cluster_x") && device.cc_major >= 9 ? c["cluster_x"] : 1;
   int64_t tiles = tile_rows_in_clusters(s["M"], bm, cluster) * cdiv(s["N"], bn);
   double k = double(cdiv(s["K"], bk) * bk);
   double operand_bytes = dtype_storage_bytes(spec.a);
-  double out_bytes = double(s["M"] * s["N"]) * (split > 1 ? 8.0 * double(split) : dtype_storage_bytes(spec.out));
+  const double outputs = double(s["M"] * s["N"]), out_bytes = outputs * dtype_storage_bytes(spec.out);
+  const double partial_bytes = split > 1 ? 4.0 * double(split) * outputs : 0;
   double threads = 32.0 * double(c["num_warps"]);
   // A producer warpgroup adds its four warps to the launch.
   int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
   const bool wgmma = device.cc_major == 9 && tma_operands(spec);
   const double accumulators = double(features_of(spec).accumulator_tiles() * bm * bn);
   autotune::LaunchWork work{tiles * split, warps, 2.0 * double(tiles * bm * bn) * k,
-                            operand_bytes * double((s["M"] + s["N"]) * s["K"]) + out_bytes,
+                            operand_bytes * double((s["M"] + s["N"]) * s["K"]) + (split > 1 ? partial_bytes : out_bytes),
                             (accumulators + (wgmma ? 0.0 : double((bm + bn) * bk))) / threads};
   work.l2_bytes = operand_bytes * double(tiles) * (double(bm) + double(bn) / double(cluster)) * k;
   if (!on_cuda_cores(spec)) {
@@ -107,6 +109,7 @@ autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const 
   }
   if (wgmma) work.register_values = autotune::kWgmmaRegisterValues;
   work.copy_steps_per_program = cdiv(cdiv(s["K"], split), bk);
+  if (split > 1) work.follow_up_bytes = partial_bytes + out_bytes;
   work.stages = int(c["num_stages"]);
   return work;
 }

@@ -127,15 +127,17 @@ TEST(ResourceLimits, PruneWhatCannotRun) {
 
 TEST(CostModel, MoreWorkTakesLongerAndSpillsCost) {
   LaunchWork base{1024, 4, 1e10, 1e9, 64};
-  LaunchWork more_flops = base, more_bytes = base, spilling = base;
+  LaunchWork more_flops = base, more_bytes = base, spilling = base, followed = base;
   more_flops.flops *= 4;
   more_bytes.bytes *= 100;
   spilling.values_per_thread = 512;
+  followed.follow_up_bytes = 1e9;  // a second kernel's traffic, after this one's
   double t = estimate_ms(base, h100());
   EXPECT_GT(t, 0);
   EXPECT_GT(estimate_ms(more_flops, h100()), t);
   EXPECT_GT(estimate_ms(more_bytes, h100()), t);
   EXPECT_GT(estimate_ms(spilling, h100()), t);
+  EXPECT_GT(estimate_ms(followed, h100()), t + 0.25);  // 1 GB at 3.35 TB/s: 0.3 ms
 }
 
 // Tensor-core flops run at the tensor cores' rate (twice that for 8-bit inputs), a program's

@@ -81,9 +81,10 @@ double tensor_rate(const GemmTuningSpec& spec) {
 // The launch a config makes, for the cost model: A and B from memory once, their tiles read
 // from L2 once per K step of every program (B's once per cluster, which multicasts them), the
 // output written (with split-K, every slice's f32 partial sums, which a second kernel reads
-// back and sums into the output), on the tensor cores unless f32 asks for IEEE products. A program's registers hold its accumulators (fp8's two, where it sums each K
-// block's product apart), and the operand tiles too where no wgmma reads them from shared
-// memory; its K steps each consume a block of A and of B from the pipeline's ring.
+// back and sums into the output), on the tensor cores unless f32 asks for IEEE products. A
+// program's registers hold its accumulators (fp8's two, where it sums each K block's product
+// apart), and the operand tiles too where no wgmma reads them from shared memory; its K steps
+// each consume a block of A and of B from the pipeline's ring.
 autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const ProblemShape& s,
                              const DeviceInfo& device) {
   int64_t bm = c["BLOCK_M"], bn = c["BLOCK_N"], bk = c["BLOCK_K"], split = c["SPLIT_K"];
@@ -99,8 +100,9 @@ autotune::LaunchWork work_of(const GemmTuningSpec& spec, const Config& c, const 
   int warps = int(c["num_warps"]) + (c.has("warp_specialize") && c["warp_specialize"] ? 4 : 0);
   const bool wgmma = device.cc_major == 9 && tma_operands(spec);
   const double accumulators = double(features_of(spec).accumulator_tiles() * bm * bn);
+  const double written = split > 1 ? partial_bytes : out_bytes;
   autotune::LaunchWork work{tiles * split, warps, 2.0 * double(tiles * bm * bn) * k,
-                            operand_bytes * double((s["M"] + s["N"]) * s["K"]) + (split > 1 ? partial_bytes : out_bytes),
+                            operand_bytes * double((s["M"] + s["N"]) * s["K"]) + written,
                             (accumulators + (wgmma ? 0.0 : double((bm + bn) * bk))) / threads};
   work.l2_bytes = operand_bytes * double(tiles) * (double(bm) + double(bn) / double(cluster)) * k;
   if (!on_cuda_cores(spec)) {

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # What run_gpu.sh runs; the other tests pass in CI without a GPU.
 binaries=(build/tests/gpu/test_gpu build/tests/gpu/test_gpu_collectives build/bench/gemm_bench
-          build/bench/runtime_bench build/bench/autotune_bench build/bench/collectives_bench
+          build/bench/runtime_bench build/bench/autotune_bench build/bench/collectives_bench build/bench/proxy_fence_bench
           build/tools/tilejit build/examples/demo build/examples/tp_mlp)
 rm -rf .device/bin && mkdir -p .device/bin .device/debs
 for b in "${binaries[@]}"; do

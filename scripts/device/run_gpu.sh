@@ -2,7 +2,7 @@
 # On the GPU machine, from the project root with .device/ carried over (bundle.sh makes it):
 # the whole GPU session in one command, most important first, within BUDGET seconds (default
 # 560, for a command limit of 600): the gpu tests (each in its own process), the collectives'
-# tests and their overhead over raw NCCL, gemm against cuBLASLt, attention and scaled_dot against
+# tests and their overhead over raw NCCL, the proxy fence's probe, gemm against cuBLASLt, attention and scaled_dot against
 # PyTorch and JAX, one shape tuned end to end and the cold start from a cache, the module load
 # and launch overhead, the gemm schedules, the tuned packs of caches/ (tune_pack.sh), every
 # registered kernel with its PTX dumped (scripts/sass_report.sh reads it back here), and the
@@ -30,6 +30,8 @@ step sanitize_descriptors 40 "$CUDA_HOME/bin/compute-sanitizer" --tool memcheck 
 step test_gpu_collectives 40 bash scripts/device/each_test.sh $b/test_gpu_collectives
 # The emulator's benchmarks are for the development machine; here only the GPU's.
 step collectives_bench 30 $b/collectives_bench --benchmark_filter='RawNccl|OnGpu' "${bench_args[@]}"
+# Whether a fence.proxy.async waits for the loads or copies a thread has in flight (a few seconds).
+step proxy_fence_bench 20 $b/proxy_fence_bench "${bench_args[@]}"
 step gemm_bench 80 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
 step peers 180 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
 # Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.

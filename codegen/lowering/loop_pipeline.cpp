@@ -377,10 +377,11 @@ void LoopPipeline::begin_iteration(llvm::Value* iv, llvm::Value* ub, llvm::Value
   if (uses_cp_async_)
     L_.call_intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(static_cast<uint32_t>(stages_ - 2 - lag()))});
   if (uses_tma_) mbarrier_wait(L_, barrier(stage), b.CreateZExt(second_lap, b.getInt32Ty()));
-  // cp.async writes through the generic proxy; wgmma reads through the async proxy.
-  if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma && !s.tma; }))
-    fence_proxy_async();
   L_.barrier();
+  // cp.async writes through the generic proxy; wgmma reads through the async proxy: the fence
+  // before that barrier is left to the first read (Lowering::copies_unfenced_before).
+  if (std::any_of(staged_.begin(), staged_.end(), [](const Staged& s) { return s.read_by_wgmma && !s.tma; }))
+    L_.copies_unfenced_before = &b.GetInsertBlock()->back();
   int behind = 1 + lag();
   llvm::Value* refill = slot_behind(stage, behind);
   llvm::Value* ahead = b.CreateAdd(iv, b.CreateMul(step, llvm::ConstantInt::get(iv->getType(), stages_ - behind)));

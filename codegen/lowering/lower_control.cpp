@@ -49,6 +49,7 @@ std::vector<llvm::Value*> unpack_words(llvm::IRBuilder<>& b, const std::vector<l
 }  // namespace
 
 void Lowering::lower_for(const ir::Op& op) {
+  fence_copies();
   const ir::Block& body = op.region(0);
   llvm::Value* lb = scalar(op.operands[0]);
   llvm::Value* ub = scalar(op.operands[1]);
@@ -117,6 +118,7 @@ void Lowering::lower_for(const ir::Op& op) {
   scratch_used();  // by the iteration before
   if (pipeline) pipeline->begin_iteration(iv, ub, step, stage);
   lower_block(body);
+  copies_unfenced_before = nullptr;  // no wgmma of the iteration read its copies
   std::vector<std::vector<llvm::Value*>> next;
   for (size_t i = 0; i < carried; ++i) {
     next.push_back(boundary_regs(*this, yield.operands[i], layouts[i]));
@@ -140,6 +142,7 @@ void Lowering::lower_for(const ir::Op& op) {
 }
 
 void Lowering::lower_if(const ir::Op& op) {
+  fence_copies();
   llvm::Function* f = b.GetInsertBlock()->getParent();
   auto* then_bb = llvm::BasicBlock::Create(ctx, "if.then", f);
   auto* else_bb = llvm::BasicBlock::Create(ctx, "if.else", f);

@@ -156,6 +156,7 @@ std::vector<llvm::Value*> either_path(Lowering& L, llvm::Value* test, ByTma by_t
   auto* merge = llvm::BasicBlock::Create(L.ctx, "desc.end", f);
   // The TMA path takes the scratch space: a wait for its readers belongs before the branch.
   L.complete_scratch_readers();
+  L.fence_copies();
   b.CreateCondBr(test, tma, global);
   auto path = [&](llvm::BasicBlock* start, auto&& body) {
     b.SetInsertPoint(start);

@@ -309,6 +309,20 @@ void Lowering::barrier() {
                  {b.getInt32(kConsumerBarrier), const_i32(32 * fn.num_warps)});
 }
 
+void Lowering::fence_and_barrier() {
+  call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  barrier();
+  copies_unfenced_before = nullptr;
+}
+
+void Lowering::fence_copies() {
+  if (!copies_unfenced_before) return;
+  llvm::IRBuilderBase::InsertPointGuard keep(b);
+  b.SetInsertPoint(copies_unfenced_before);
+  call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  copies_unfenced_before = nullptr;
+}
+
 namespace {
 constexpr int kTurnBarriers = 2;     // warpgroup w waits for its turn on barrier 2 + w
 constexpr int kWarpgroupThreads = 128;

@@ -160,6 +160,18 @@ class Lowering {
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
   // bar.sync for the CTA; after a warp-specialized loop's split, for its consumer warps.
   void barrier();
+  // fence.proxy.async, then barrier(): every thread's stores to shared memory so far, and the
+  // cp.async copies it has waited for, are visible to wgmma (the async proxy) after it.
+  void fence_and_barrier();
+  // cp.async copies of a loop pipeline's ring, waited for at the top of an iteration, reach
+  // wgmma only after each copying thread's fence.proxy.async and a barrier. The iteration's
+  // first barrier is `copies_unfenced_before` until a fence goes in before it: the first wgmma
+  // that reads a ring tile puts it there (fence_copies) unless a fence_and_barrier came first
+  // in the iteration's own block sequence (an operand stored for a dot fences and meets a
+  // barrier anyway), which covers the copies and costs no second fence. A branch or a loop
+  // inserts it before it begins (a fence on one path does not cover the other).
+  llvm::Instruction* copies_unfenced_before = nullptr;
+  void fence_copies();
   // Whether a barrier has come since the scratch space was last used (by an op, a layout
   // conversion, or on another path or iteration: region boundaries count as uses) with no
   // running wgmma reading it: every thread is done with it, and a lowering about to store

@@ -298,9 +298,10 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   bool a_store = a_wanted && !t.a, b_store = b_wanted && !t.b;
   if (!a_store && !b_store) {
     if (kept != L.transposed_tiles.end()) {
-      if (async_proxy) L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
-      L.barrier();
+      if (async_proxy) L.fence_and_barrier();
+      else L.barrier();
     }
+    if (async_proxy) L.fence_copies();  // a ring tile read as it lies
     return t;
   }
   int64_t a_bytes = a_store ? SharedOperand::aligned(SharedOperand::bytes_of(a->type)) : 0;
@@ -312,8 +313,8 @@ OperandTiles place_operand_tiles(Lowering& L, const ir::Value* a, bool a_wanted,
   if (a_store) SharedOperand(L, a->type, t.a).store(a);
   if (b_store && held_b.transposed) SharedOperand(L, transposed_type(b->type), t.b).store_transposed(*transposing);
   else if (b_store) SharedOperand(L, b->type, t.b).store(b);
-  if (async_proxy) L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
-  L.barrier();
+  if (async_proxy) L.fence_and_barrier();
+  else L.barrier();
   return t;
 }
 

@@ -231,6 +231,30 @@ TEST(ScratchBarriers, NoneBeforeAStoreWhenTheRingsBarrierHasPassedSinceTheLastRe
   expect_ptxas_accepts(k, true);
 }
 
+TEST(ProxyFences, AStepFencesItsCopiesOnceWithTheFirstOperandStoredForItsDot) {
+  // A step's cp.async copies reach wgmma (the async proxy) after each copying thread's
+  // fence.proxy.async and a barrier. With an 8-bit B given (K, N), stored transposed into the
+  // scratch space before the step's wgmma with a fence and a barrier, that fence covers the
+  // copies of A as well: one fence a step, after the ring's barrier. A bf16 product reads both
+  // operands from the ring as they lie: its fence comes before the ring's barrier. (The
+  // emulator's wgmma faults on an operand word written through the generic proxy and not
+  // fenced since; the tensor-core tests run both kernels there.)
+  auto step_of = [](dsl::Kernel kernel) {
+    auto fn = kernel.trace(kernel.constants({{"num_stages", 2}}), kernel.aligned_facts());
+    CompiledKernel k = compile_to_ptx(*fn, find_target("sm_90a"));
+    expect_ptxas_accepts(k, true);
+    return loop_body(k.ptx, "wgmma.fence");
+  };
+  const std::string fp8 = step_of(testing_kernels::tensor_core_gemm<DType::f8e4m3, DType::f8e4m3>());
+  ASSERT_FALSE(fp8.empty());
+  EXPECT_EQ(count(fp8, "fence.proxy.async"), 1u) << fp8;
+  EXPECT_LT(fp8.find("bar.sync"), fp8.find("fence.proxy.async")) << fp8;
+  const std::string bf16 = step_of(testing_kernels::tensor_core_gemm<DType::bf16, DType::bf16>());
+  ASSERT_FALSE(bf16.empty());
+  EXPECT_EQ(count(bf16, "fence.proxy.async"), 1u) << bf16;
+  EXPECT_LT(bf16.find("fence.proxy.async"), bf16.find("bar.sync")) << bf16;
+}
+
 TEST(CarriedTiles, SixteenBitTilesCrossTheBackEdgeTwoToAWord) {
   // A (64, 64) bf16 tile on 4 warps, 32 elements per thread: 16 phis of i32 words, none of
   // bfloat (the loop's index is the 17th i32 phi).

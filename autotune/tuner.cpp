@@ -16,40 +16,6 @@
 namespace tilejit::autotune {
 namespace {
 
-// The configs to time for `shape`: the op's heuristic config first (what an untuned call runs:
-// its heuristic, or else its kernel's declared constants; timed whatever the cost model says of
-// it and whether or not the space lists it, so a tuned result is never slower than the
-// default), then the configs of the space that meet every
-// constraint, cheapest estimate first (ties keep the space's order). A heuristic config the
-// constraints rule out is not timed: a stored best always meets them.
-std::vector<Config> ranked_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device,
-                                      TuneResult& result) {
-  struct Ranked {
-    Config config;
-    double estimate_ms;
-  };
-  std::optional<Config> heuristic;
-  if (op.heuristic || op.kernel) heuristic = op.heuristic_config(shape, device);
-  const bool heuristic_allowed = heuristic && fits(op, *heuristic, shape);
-  std::vector<Ranked> ranked;
-  for (Config& config : op.space.configs()) {
-    ++result.configs;
-    if (auto broken = op.space.violated(config, shape)) {
-      ++result.pruned;
-      log::debug("autotune {} [{}]: {} pruned: needs {}", op.name, shape.str(), config.str(), *broken);
-      continue;
-    }
-    if (config == heuristic) continue;
-    double estimate = op.work ? estimate_ms(op.work(config, shape, device), device) : 0;
-    ranked.push_back({std::move(config), estimate});
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.estimate_ms < b.estimate_ms; });
-  std::vector<Config> out;
-  if (heuristic_allowed) out.push_back(*heuristic);
-  for (Ranked& r : ranked) out.push_back(std::move(r.config));
-  return out;
-}
-
 struct Build {
   std::optional<KernelReport> report;
   std::string error;
@@ -96,6 +62,34 @@ Recorded recorded_trial(TuningDatabase& db, const TuningKey& key, const ProblemS
 
 }  // namespace
 
+// The heuristic config is timed whether or not the space lists it, so a tuned result is never
+// slower than an untuned call; one the constraints rule out is not (a stored best always meets
+// them).
+Ranking rank_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device) {
+  std::optional<Config> heuristic;
+  if (op.heuristic || op.kernel) heuristic = op.heuristic_config(shape, device);
+  const bool heuristic_allowed = heuristic && fits(op, *heuristic, shape);
+  auto estimate = [&](const Config& c) { return op.work ? estimate_ms(op.work(c, shape, device), device) : 0; };
+  Ranking ranking;
+  std::vector<RankedConfig> others;
+  for (Config& config : op.space.configs()) {
+    ++ranking.configs_in_space;
+    if (auto broken = op.space.violated(config, shape)) {
+      ++ranking.pruned;
+      log::debug("autotune {} [{}]: {} pruned: needs {}", op.name, shape.str(), config.str(), *broken);
+      continue;
+    }
+    if (config == heuristic) continue;
+    double ms = estimate(config);
+    others.push_back({std::move(config), ms, false});
+  }
+  std::stable_sort(others.begin(), others.end(), [](auto& a, auto& b) { return a.estimate_ms < b.estimate_ms; });
+  if (heuristic_allowed) ranking.configs.push_back({*heuristic, estimate(*heuristic), true});
+  ranking.configs.insert(ranking.configs.end(), std::make_move_iterator(others.begin()),
+                         std::make_move_iterator(others.end()));
+  return ranking;
+}
+
 bool takes_a_top_k_place(TrialStatus status) {
   return status == TrialStatus::ok || status == TrialStatus::wrong || status == TrialStatus::launch_failed;
 }
@@ -106,7 +100,10 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   ProblemShape shape = op.checked_shape(requested_shape);
   TuneResult result;
   result.key = TuningKey::of(op, shape, runner.device());
-  std::vector<Config> ranked = ranked_candidates(op, shape, runner.device(), result);
+  Ranking ranking = rank_candidates(op, shape, runner.device());
+  result.configs = ranking.configs_in_space, result.pruned = ranking.pruned;
+  std::vector<Config> ranked;
+  for (RankedConfig& r : ranking.configs) ranked.push_back(std::move(r.config));
   TuneProgress progress{0, 0, static_cast<int>(std::min<size_t>(size_t(options.top_k), ranked.size())), {}, 0};
   std::vector<std::string> best_entries;  // the kernel cache entries the best config runs
 

@@ -62,6 +62,22 @@ struct TuneResult {
   double build_seconds = 0, measure_seconds = 0;
 };
 
+// A config as the tuner ranks it: the cost model's estimate on the device, and whether it is
+// the op's heuristic config (timed first, whatever its estimate).
+struct RankedConfig {
+  Config config;
+  double estimate_ms = 0;
+  bool heuristic = false;
+};
+struct Ranking {
+  std::vector<RankedConfig> configs;  // in the order tune() times them
+  int configs_in_space = 0, pruned = 0;
+};
+// The candidates of `shape` (checked_shape's) on `device` in the order tune() times them:
+// the heuristic config when it meets the constraints, then every other config of the space
+// that meets them, cheapest estimate first (ties keep the space's order).
+Ranking rank_candidates(const TunableKernel& op, const ProblemShape& shape, const DeviceInfo& device);
+
 // Whether a candidate with this outcome fills one of the top_k places: one that ran (right,
 // wrong or failing at launch) does; one that never ran (no compile, over the device's limits)
 // makes way for the next in rank order.

@@ -4,9 +4,12 @@
 // the tuning database in the kernel cache (TILEJIT_CACHE_DIR; `tilejit cache pack` ships it).
 // Shapes tuned already, by a search at least as deep (--top-k), are skipped, and every trial
 // is recorded as it is made, so a run stopped with Ctrl-C (exit status 130) resumes where it
-// stopped when run again, and a deeper search times only the configs not timed before.
+// stopped when run again, and a deeper search times only the configs not timed before. With
+// --plan it prints the configs each shape would time, with the cost model's estimates, and
+// compiles, runs and records nothing.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -83,12 +86,32 @@ std::string describe_best(const std::optional<BestConfig>& best) {
 struct Options {
   std::string op, shapes, device = "best";
   int top_k = 8, repeats = 0, jobs = 0;
+  bool plan = false;
 };
+
+// The first top_k of each shape's ranking (rank_candidates), as a tuning would time them.
+int print_plan(const TunableKernel& op, const std::vector<ProblemShape>& shapes, const DeviceInfo& device, int top_k) {
+  for (const ProblemShape& requested : shapes) {
+    const ProblemShape shape = op.checked_shape(requested);
+    const Ranking ranking = rank_candidates(op, shape, device);
+    const size_t shown = std::min(ranking.configs.size(), size_t(top_k));
+    fmt::print("[{}]  a tuning on {} times these {} first ({} configs, {} pruned by constraints); the cost model's "
+               "estimates:\n",
+               shape.str(), device.name, shown, ranking.configs_in_space, ranking.pruned);
+    for (size_t i = 0; i < shown; ++i) {
+      const RankedConfig& r = ranking.configs[i];
+      fmt::print("  {:>3}  {:10.4f} ms  {}{}\n", i + 1, r.estimate_ms, r.config.str(),
+                 r.heuristic ? "  (the heuristic's)" : "");
+    }
+  }
+  return 0;
+}
 
 int run_tune(const Options& o) {
   const TunableKernel& op = ops::find_tunable_op(o.op);
   std::vector<ProblemShape> shapes = read_shapes(o.shapes, op);
   Device& device = Device::by_name(o.device);
+  if (o.plan) return print_plan(op, shapes, device.info(), o.top_k);
   TuningDatabase& db = TuningDatabase::global();
   TimingOptions timing = TimingOptions::for_device(device.info());
   if (o.repeats > 0) timing.repeats = o.repeats;
@@ -168,6 +191,8 @@ Command add_tune_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--jobs", o->jobs, "Host threads compiling candidates (default: one per core)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--plan", o->plan,
+                "Print the configs each shape would time, with the cost model's estimates; compile and run nothing");
   return [cmd, o] { return cmd->parsed() ? run_tune(*o) : -1; };
 }
 

@@ -11,6 +11,7 @@
 
 #include "autotune/config_choice.h"
 #include "autotune/device_runner.h"
+#include "autotune/tuner.h"
 #include "ops/attention/host_reference.h"
 #include "ops/attention/tuning.h"
 #include "tests/fresh_cache.h"
@@ -410,27 +411,30 @@ TEST(AttentionTuning, AProducerWarpgroupIsOfferedWhereAKernelCanUseIt) {
   EXPECT_NE(ptx[0].find("bar.arrive"), std::string::npos);
 }
 
-// The cost model's ranking of the forward (bf16, head dim 128, 16 heads of 16384 queries and
-// keys) on an H100 and an A100. On sm_90a FlashAttention-3's schedule comes first: 128 queries
-// by 128 keys, the whole head in one chunk, a producer warpgroup and two consumer warpgroups
-// taking turns, each overlapping its softmax with its products; the top 8 a tuning times
-// beside the heuristic's config hold the same tile without the turns or the producer, and no
-// one-stage pipeline (it leaves each step waiting for its copies). On sm_80, whose operands
-// pass through registers, that tile would spill: the top 8 leave it out.
+// How a tuning ranks the forward (bf16, head dim 128, 16 heads of 16384 queries and keys) on
+// an H100 and an A100 (autotune::rank_candidates: the heuristic's config, then the cost
+// model's order). On sm_90a FlashAttention-3's schedule comes right after the heuristic's: 128
+// queries by 128 keys, the whole head in one chunk, a producer warpgroup and two consumer
+// warpgroups taking turns, each overlapping its softmax with its products; the 8 configs a
+// tuning times hold the same tile without the turns or the producer, and no one-stage
+// pipeline (it leaves each step waiting for its copies). On sm_80, whose operands pass through
+// registers, that tile would spill: the 8 leave it out.
 TEST(AttentionTuning, TheCostModelRanksFlashAttention3sScheduleFirstOnSm90) {
   const at::TunableKernel& op = ad::attention_tunable({DType::bf16, 128, false});
   const at::ProblemShape shape{{{"BN", 16}, {"G", 1}, {"T", 16384}, {"S", 16384}}};
   auto tile = [](const at::Config& c, int64_t rows, int64_t keys) {
     return c["BLOCK_M"] == rows && c["BLOCK_N"] == keys && c["num_warps"] == 8 && c["HEAD_CHUNK"] == 128;
   };
-  const auto hopper = model_ranking(op, shape, model_gpu("sm_90a", 132));
+  const auto hopper = at::rank_candidates(op, shape, model_gpu("sm_90a", 132)).configs;
   ASSERT_GE(hopper.size(), 8u);
-  const at::Config& first = hopper[0].second;
+  ASSERT_TRUE(hopper[0].heuristic);
+  const at::Config& first = hopper[1].config;
   EXPECT_TRUE(tile(first, 128, 128) && first["warp_specialize"] == 1 && first["pingpong"] == 1 &&
               first["OVERLAP"] == 1 && first["num_stages"] == 2)
       << first.str();
+  EXPECT_LT(hopper[1].estimate_ms, hopper[0].estimate_ms);
   auto in_top_8 = [&](auto&& pred) {
-    return std::any_of(hopper.begin(), hopper.begin() + 8, [&](auto& r) { return pred(r.second); });
+    return std::any_of(hopper.begin(), hopper.begin() + 8, [&](auto& r) { return pred(r.config); });
   };
   EXPECT_TRUE(in_top_8([&](const at::Config& c) {
     return tile(c, 128, 128) && c["pingpong"] == 0 && c["warp_specialize"] == 1;
@@ -438,11 +442,10 @@ TEST(AttentionTuning, TheCostModelRanksFlashAttention3sScheduleFirstOnSm90) {
   EXPECT_TRUE(in_top_8([&](const at::Config& c) { return tile(c, 128, 128) && c["warp_specialize"] == 0; }));
   EXPECT_FALSE(in_top_8([](const at::Config& c) { return c["num_stages"] == 1; }));
 
-  const auto ampere = model_ranking(op, shape, model_gpu("sm_80", 108));
-  auto wide = std::find_if(ampere.begin(), ampere.end(), [&](auto& r) { return tile(r.second, 128, 128); });
+  const auto ampere = at::rank_candidates(op, shape, model_gpu("sm_80", 108)).configs;
+  auto wide = std::find_if(ampere.begin(), ampere.end(), [&](auto& r) { return tile(r.config, 128, 128); });
   ASSERT_NE(wide, ampere.end());
-  EXPECT_GE(wide - ampere.begin(), 8) << ampere[0].second.str();
+  EXPECT_GE(wide - ampere.begin(), 8) << ampere[1].config.str();
 }
-
 }  // namespace
 }  // namespace tjops

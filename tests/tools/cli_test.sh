@@ -91,6 +91,11 @@ printf 'n=3\nm=3\n' >"$work/bad_shapes.txt"
 check "tune bad shape line" bash -c "'$tilejit' tune --op vector_add --shapes '$work/bad_shapes.txt' 2>&1 | grep -q \"bad_shapes.txt:2: vector_add: shape 'm=3' lacks dimension n\""
 # The library's gemm, through its own launch path, into a cache of its own.
 echo 'M=96 N=80 K=128' >"$work/library_gemm_shapes.txt"
+# --plan prints what a tuning would time first (the heuristic's config, then the cost model's
+# best, with their estimates) and compiles, runs and records nothing: the same shape then tunes.
+plan="TILEJIT_CACHE_DIR='$work/planned' '$tilejit' tune --op gemm_bf16_nt --shapes '$work/library_gemm_shapes.txt' --device emu --top-k 3"
+check "tune plan" bash -c "$plan --plan >'$work/plan' && grep -cE '^ +[123]  +[0-9.]+ ms  BLOCK_M=' '$work/plan' | grep -qx 3 && grep -qE '^ +1  .*  \(the heuristic.s\)$' '$work/plan'"
+check "a plan records nothing" bash -c "$plan 2>/dev/null | grep -qE '^\[M=96 N=80 K=128\]  best .*\(3 timed'"
 check "tune the library gemm" bash -c "TILEJIT_CACHE_DIR='$work/library_tuned' '$tilejit' tune --op gemm_bf16_nt --shapes '$work/library_gemm_shapes.txt' --device emu --top-k 2 2>/dev/null | grep -E '^\[M=96 N=80 K=128\]  best [0-9.]+ ms  BLOCK_M=[0-9]+ .*SPLIT_K=[0-9]+ PERSISTENT=[01] warp_specialize=[01] cluster_x=[12]  \(2 timed'"
 check "tune lists the library gemms" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -qF 'gemm_<bf16|f16|'"
 check "tune lists the library attention" bash -c "'$tilejit' tune --op nope --shapes '$shapes' 2>&1 | grep -qF 'attention_<bf16|f16|f32>_h<'"

@@ -102,15 +102,14 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
   result.key = TuningKey::of(op, shape, runner.device());
   Ranking ranking = rank_candidates(op, shape, runner.device());
   result.configs = ranking.configs_in_space, result.pruned = ranking.pruned;
-  std::vector<Config> ranked;
-  for (RankedConfig& r : ranking.configs) ranked.push_back(std::move(r.config));
+  const std::vector<RankedConfig>& ranked = ranking.configs;
   TuneProgress progress{0, 0, static_cast<int>(std::min<size_t>(size_t(options.top_k), ranked.size())), {}, 0};
   std::vector<std::string> best_entries;  // the kernel cache entries the best config runs
 
   for (size_t next = 0; progress.done < options.top_k && next < ranked.size() && !result.interrupted;) {
     size_t count = std::min(ranked.size() - next, size_t(options.top_k - progress.done));
     std::vector<Recorded> recorded(count);
-    for (size_t i = 0; i < count; ++i) recorded[i] = recorded_trial(db, result.key, shape, ranked[next + i]);
+    for (size_t i = 0; i < count; ++i) recorded[i] = recorded_trial(db, result.key, shape, ranked[next + i].config);
     std::vector<Build> builds(count);
     const Stopwatch building;
     run_in_parallel(count, options.compile_threads, [&](size_t i) {
@@ -118,7 +117,7 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
       // A job must not throw (parallel.h): what a config's compile throws is its failure,
       // std::bad_alloc of a huge tile included.
       try {
-        builds[i].report = runner.prepare(ranked[next + i]);
+        builds[i].report = runner.prepare(ranked[next + i].config);
       } catch (const DeviceLost& e) {
         builds[i].device_lost = e.what();
       } catch (const std::exception& e) {
@@ -135,14 +134,14 @@ TuneResult tune(const TunableKernel& op, const ProblemShape& requested_shape, Ca
            op.name, shape.str(), config.str(), why);
     };
     for (size_t i = 0; i < count; ++i)
-      if (builds[i].device_lost) end_with_fault(ranked[next + i], *builds[i].device_lost);
+      if (builds[i].device_lost) end_with_fault(ranked[next + i].config, *builds[i].device_lost);
 
     for (size_t i = 0; i < count; ++i) {
       if (options.should_stop && options.should_stop()) {
         result.interrupted = true;
         break;
       }
-      const Config& config = ranked[next + i];
+      const Config& config = ranked[next + i].config;
       CandidateResult candidate{config, {}, recorded[i].trial.has_value()};
       if (candidate.reused) {
         candidate.trial = *recorded[i].trial;

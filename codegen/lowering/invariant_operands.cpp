@@ -61,7 +61,7 @@ InvariantTiles Lowering::hold_invariant_operands(const ir::Op& loop) {
     staged_operands[v] = tile;
   }
   scratch_offset = SharedOperand::aligned(scratch_offset);  // the tiles placed above start aligned too
-  call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});  // wgmma reads through the async proxy
+  fence_proxy_async();  // wgmma reads through the async proxy
   barrier();
   return held;
 }

@@ -329,14 +329,14 @@ void LoopPipeline::prologue(llvm::Value* lb, llvm::Value* ub, llvm::Value* step)
   L_.scratch_offset = SharedOperand::aligned(end);
   // The rings overlay scratch space that earlier lowerings may still be reading, or have
   // written through the generic proxy (ordered before the TMA's writes by each writer's fence).
-  if (uses_tma_) fence_proxy_async();
+  if (uses_tma_) L_.fence_proxy_async();
   L_.barrier();
   if (uses_tma_) {
     L_.emit_if(first_thread(), "tma.init", [&] {
       for (int s = 0; s < stages_; ++s) mbarrier_init(L_, barrier(L_.const_i32(s)), 1);
       if (specialized_)
         for (int s = 0; s < stages_; ++s) mbarrier_init(L_, empty_barrier(L_.const_i32(s)), empty_arrivals());
-      fence_proxy_async();
+      L_.fence_proxy_async();
       if (multicast_) L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_mbarrier_init_release_cluster, {}, {});
     });
     // Nobody waits on an mbarrier, nor copies into or arrives on a peer's, before it is initialized.
@@ -476,9 +476,6 @@ llvm::Value* LoopPipeline::barrier(llvm::Value* slot) {
 
 llvm::Value* LoopPipeline::first_thread() { return L_.b.CreateICmpEQ(L_.thread_id(), L_.const_i32(0)); }
 
-void LoopPipeline::fence_proxy_async() {
-  L_.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
-}
 
 void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot, bool by_producer) {
   TJ_CHECK(!by_producer || !uses_cp_async_);  // a producer only issues TMA copies

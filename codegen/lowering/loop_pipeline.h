@@ -218,7 +218,6 @@ class LoopPipeline {
   llvm::Value* slot_of(llvm::Value* position, llvm::Value* second_lap);
   llvm::Value* slot_behind(llvm::Value* slot, int behind);
   llvm::Value* first_thread();
-  void fence_proxy_async();
 
   static constexpr int64_t kMbarrierBytes = 8;
 

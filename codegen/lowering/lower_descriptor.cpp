@@ -26,13 +26,12 @@ std::vector<llvm::Value*> load_block_by_tma(Lowering& L, const ir::Op& op, const
   L.reserve_shared(bytes + 8);
   BlockAt at = block_at(L, op);
   llvm::Value* first = b.CreateICmpEQ(L.thread_id(), L.const_i32(0));
-  auto fence_for_async_proxy = [&] { L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {}); };
   // Earlier generic writes of the scratch space are ordered before the copy's, and read.
-  fence_for_async_proxy();
+  L.fence_proxy_async();
   L.barrier();
   L.emit_if(first, "tma.init", [&] {
     mbarrier_init(L, bar, 1);
-    fence_for_async_proxy();
+    L.fence_proxy_async();
   });
   L.barrier();  // nobody waits on the mbarrier before it is initialized
   L.emit_if(first, "tma.issue", [&] {
@@ -111,7 +110,7 @@ void store_block_by_tma(Lowering& L, const ir::Op& op) {
   L.barrier();  // earlier readers of the scratch space are done
   SharedOperand(L, block->type, tile).store(block);
   // Every thread's writes, through the generic proxy, are ordered before the copy's reads.
-  L.call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  L.fence_proxy_async();
   L.barrier();
   L.emit_if(L.b.CreateICmpEQ(L.thread_id(), L.const_i32(0)), "tma.store",
             [&] { store_tma_block(L, op.operands[0], tile, block_at(L, op)); });

@@ -309,8 +309,12 @@ void Lowering::barrier() {
                  {b.getInt32(kConsumerBarrier), const_i32(32 * fn.num_warps)});
 }
 
-void Lowering::fence_and_barrier() {
+void Lowering::fence_proxy_async() {
   call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+}
+
+void Lowering::fence_and_barrier() {
+  fence_proxy_async();
   barrier();
   copies_unfenced_before = nullptr;
 }
@@ -319,7 +323,7 @@ void Lowering::fence_copies() {
   if (!copies_unfenced_before) return;
   llvm::IRBuilderBase::InsertPointGuard keep(b);
   b.SetInsertPoint(copies_unfenced_before);
-  call_intrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {}, {});
+  fence_proxy_async();
   copies_unfenced_before = nullptr;
 }
 

@@ -160,6 +160,10 @@ class Lowering {
   int64_t access_width(const ir::Op& op, const LinearLayout& layout, const ir::Value* mask);
   // bar.sync for the CTA; after a warp-specialized loop's split, for its consumer warps.
   void barrier();
+  // fence.proxy.async.shared::cta: this thread's writes to shared memory so far (stores, and
+  // cp.async copies it has waited for) are ordered before later reads through the async proxy
+  // (wgmma, TMA). ptxas makes it a MEMBAR.ALL.CTA and a FENCE.VIEW.ASYNC.S.
+  void fence_proxy_async();
   // fence.proxy.async, then barrier(): every thread's stores to shared memory so far, and the
   // cp.async copies it has waited for, are visible to wgmma (the async proxy) after it.
   void fence_and_barrier();

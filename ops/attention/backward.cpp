@@ -14,6 +14,14 @@
 namespace tilejit::ops {
 namespace attention_detail {
 
+int64_t workspace_rows(int64_t q_len) {
+  return (q_len + kWorkspaceRowsMultiple - 1) / kWorkspaceRowsMultiple * kWorkspaceRowsMultiple;
+}
+
+std::vector<int64_t> row_stats_shape(const AttentionProblem& p) {
+  return {p.batch * p.heads, 3, workspace_rows(p.q_len)};
+}
+
 namespace {
 
 // The operands a kernel reads in blocks of `rows` rows along its loop, with `config` on
@@ -46,9 +54,7 @@ NamedArguments backward_arguments(const AttentionProblem& p, const BackwardBuffe
     add_sequence_blocks(args, o.name, o.t, o.strides, std::move(descriptor));
   }
   args.add("lse", buffers.lse);
-  args.add("delta", buffers.delta);
-  args.add("row_base", buffers.row_base);
-  args.add("row_offset", buffers.row_offset);
+  args.add("row_stats", buffers.row_stats);
   args.add("close_rows", buffers.close_rows);
   return args;
 }
@@ -110,6 +116,10 @@ struct BackwardLaunch {
 BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, const char* name,
                                dsl::Kernel (*make)(DType, std::vector<ir::Param>), const KernelConfig& config,
                                int64_t rows, int64_t block, int64_t heads) {
+  // Each of these kernels reads the row statistics in blocks of BLOCK_M rows.
+  if (config.block_m <= 0 || kWorkspaceRowsMultiple % config.block_m != 0)
+    fail("attention_backward: {} takes a BLOCK_M that divides {}, not {}", name, kWorkspaceRowsMultiple,
+         config.block_m);
   const JitKernel& kernel =
       op_kernel(fmt::format("{}/{}/descriptors[{}]", name, features_key(p), args.descriptor_names()),
                 [&] { return make(p.dtype, args.params()); });
@@ -141,8 +151,9 @@ BackwardLaunch dq_from_sum_launch(const AttentionProblem& p, const BackwardBuffe
 }
 
 BackwardLaunch rows_launch(const AttentionProblem& p, const KernelConfig& config, const BackwardBuffers& buffers) {
+  // Its programs cover the row statistics' padding too.
   return backward_launch(p, rows_arguments(p, buffers), "attention_backward_rows", backward_rows_kernel,
-                         config, p.q_len, config.block_m, p.batch * p.heads);
+                         config, workspace_rows(p.q_len), config.block_m, p.batch * p.heads);
 }
 
 }  // namespace
@@ -197,15 +208,12 @@ BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, c
                                  const Tensor& dout, const SequenceStrides& dout_strides, const Tensor& lse,
                                  Stream& stream, bool sums_dq) {
   Device& device = stream.device();
-  auto rows = [&] { return Tensor::scratch(stream, DType::f32, p.logsumexp_shape()); };
   return {out,
           dout,
           lse,
           out_strides,
           dout_strides,
-          rows(),
-          rows(),
-          rows(),
+          Tensor::scratch(stream, DType::f32, row_stats_shape(p)),
           Tensor::scratch(stream, DType::i32, {p.batch, p.heads}),
           Tensor::empty(device, p.dtype, p.q_shape()),
           Tensor::empty(device, p.dtype, p.kv_shape()),

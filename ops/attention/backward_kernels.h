@@ -1,7 +1,7 @@
 // The attention backward kernels, in launch order (flash-attention style):
 //
 // 1. rows (backward_rows_kernel.cpp): per query row, delta = rowsum(dout * out) and the
-//    row statistics (row_base, row_offset) with which p = exp(logits - row_base - row_offset);
+//    row statistics (row_base, row_offset) with which p = exp(logits - row_base) * 2^-row_offset;
 //    per head, whether it has rows near masked_logit (close_rows, zeroed before).
 // 2. dkdv (dkdv_kernel.cpp): per block of keys of one kv head, dk and dv summed over the
 //    head's query heads and every block of queries.
@@ -33,9 +33,9 @@ dsl::Kernel dq_kernel(DType dtype, std::vector<ir::Param> params);
 // Grid: one program per BLOCK elements of dq.
 dsl::Kernel dq_from_sum_kernel(DType dtype, std::vector<ir::Param> params);
 
-// The common arguments, q, k, v, out, dout, lse, the f32 row workspaces delta, row_base and
-// row_offset, the i32 (B, N) flags close_rows, and the kernel's outputs (dk and dv, and with
-// config.fuse_dq the f32 dq_sum; or dq).
+// The common arguments, q, k, v, out, dout, lse, the f32 row_stats workspace (row_base,
+// row_offset and delta; launch.h), the i32 (B, N) flags close_rows, and the kernel's outputs
+// (dk and dv, and with config.fuse_dq the f32 dq_sum; or dq).
 // The operands dk / dv reads in blocks along its loop (q, and dout where there are no query
 // lengths) and those dq does (k and v) are descriptors where `device` and the layout allow
 // (sequence_descriptor), with `config`'s blocks.

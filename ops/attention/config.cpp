@@ -83,7 +83,7 @@ AttentionConfigs choose_configs(DType dtype, int64_t head_dim, const DeviceInfo&
   static const KernelConfig query_blocks32[] = {
       {64, 32, 8, 16, 1}, {64, 16, 8, 16, 1}, {64, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {32, 16, 8, 32, 1}};
   static const KernelConfig dkdv32[] = {
-      {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 16, 8, 16, 1}};
+      {32, 32, 8, 16, 1}, {32, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {16, 32, 8, 16, 1}, {16, 16, 8, 16, 1}};
   static const KernelConfig forward16_wgmma[] = {{128, 64, 8, 16, 2, true},
                                                  {128, 64, 8, 32, 2, true},
                                                  {128, 128, 8, 64, 2, true},

@@ -3,7 +3,7 @@
 // query head of the kv head's group, streams blocks of BLOCK_M queries, working on the
 // transposed tiles (keys, queries) so that no computed tile needs a transpose:
 //
-//   p^T  = exp(logits^T - row_base - row_offset)       (BLOCK_N, BLOCK_M)
+//   p^T  = exp(logits^T - row_base) * 2^-row_offset    (BLOCK_N, BLOCK_M)
 //   dv  += p^T · dout
 //   dp^T = v · dout^T;  ds^T = p^T * (dp^T - delta), 0 where masked
 //   dk  += ds^T · q                                     (times scale at the end)

@@ -2,7 +2,7 @@
 // dout, the row statistics and the f32 accumulator dq (BLOCK_M, H) in registers, and
 // streams the kv head's keys and values in blocks of BLOCK_N:
 //
-//   p  = exp(logits - row_base - row_offset);  dp = dout · v^T
+//   p  = exp(logits - row_base) * 2^-row_offset;  dp = dout · v^T
 //   ds = p * (dp - delta), 0 where masked;  dq += ds · k      (times scale at the end)
 //
 // A masked logit passes no gradient, so only the blocks of keys the rows can keep (the key
@@ -25,7 +25,7 @@ using namespace tilejit::dsl;
 Kernel dq_kernel(DType dtype, std::vector<ir::Param> params) {
   return define_attention_kernel(
       "attention_backward_dq", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
-        auto [head, kv_head, t0, rows] = a.select_query_block(bm);  // rows: (BLOCK_M)
+        auto [head, kv_head, t0, rows] = a.select_query_block(bm, a.T);  // rows: (BLOCK_M)
         Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);             // (BLOCK_M, H)
         Chunks dout = a.load_rows("dout", a.operand_base("dout", head), rows, a.q_end);  // (BLOCK_M, H)
         auto stats = a.row_stats(head, rows, 0);  // (BLOCK_M, 1)

@@ -46,7 +46,7 @@ using namespace tilejit::dsl;
 Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
   return define_attention_kernel(
       "attention_forward", dtype, std::move(params), [](AttentionTiles& a, int64_t bm, int64_t bn) {
-        auto [head, kv_head, t0, rows] = a.select_query_block(bm);  // rows: (BLOCK_M)
+        auto [head, kv_head, t0, rows] = a.select_query_block(bm, a.T);  // rows: (BLOCK_M)
         Chunks q = a.load_rows("q", a.operand_base("q", head), rows, a.T);  // (BLOCK_M, H)
 
         // Carried: the row max m, the row sum l (BLOCK_M), with OVERLAP the previous block's
@@ -111,7 +111,7 @@ Kernel forward_kernel(DType dtype, std::vector<ir::Param> params) {
         if (a.in.has("lse")) {
           // Rows t >= q_seqlens[b] keep no key: all S logits are masked_logit.
           Tile inactive_lse = a.masked + log(cast(a.S, DType::f32));
-          store(a.row_stat_base("lse", head) + rows, where(active, m + log(l), inactive_lse), rows < a.T);
+          store(a.lse_base(head) + rows, where(active, m + log(l), inactive_lse), rows < a.T);
         }
       });
 }

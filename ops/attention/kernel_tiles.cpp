@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ops/attention.h"
+#include "ops/attention/launch.h"
 #include "ops/common/op_kernels.h"
 
 namespace tilejit::ops::attention_detail {
@@ -49,9 +50,9 @@ void AttentionTiles::select_batch(const Tile& batch) {
   kv_end = in.has("kv_seqlens") ? minimum(S, load(in["kv_seqlens"] + b)) : S;
 }
 
-AttentionTiles::QueryBlock AttentionTiles::select_query_block(int64_t block_m) {
+AttentionTiles::QueryBlock AttentionTiles::select_query_block(int64_t block_m, const Tile& head_rows) {
   Tile pid = program_id(0);
-  Tile blocks = cdiv(T, block_m);
+  Tile blocks = cdiv(head_rows, block_m);
   select_batch(pid / blocks / N);
   Tile first = pid % blocks * block_m, head = pid / blocks % N;
   return {head, head / G, first, first + arange(0, block_m)};
@@ -114,8 +115,12 @@ Chunks AttentionTiles::zero_rows(int64_t rows) const {
   return Chunks(static_cast<size_t>(chunks), zeros({rows, chunk}, DType::f32));
 }
 
-Tile AttentionTiles::row_stat_base(const std::string& name, const Tile& n) const {
-  return in[name] + wide(b * N + n) * wide(T);
+Tile AttentionTiles::lse_base(const Tile& n) const { return in["lse"] + wide(b * N + n) * wide(T); }
+
+Tile AttentionTiles::workspace_rows() const { return cdiv(T, kWorkspaceRowsMultiple) * kWorkspaceRowsMultiple; }
+
+Tile AttentionTiles::row_stat_base(RowStat stat, const Tile& n) const {
+  return in["row_stats"] + wide((b * N + n) * 3 + static_cast<int>(stat)) * wide(workspace_rows());
 }
 
 AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, const Tile& s, const Tile& n,
@@ -144,18 +149,15 @@ AttentionTiles::Logits AttentionTiles::logits(const Tile& qk, const Tile& t, con
 }
 
 AttentionTiles::RowStats AttentionTiles::row_stats(const Tile& head, const Tile& rows, int query_axis) const {
-  Tile inside = rows < T;
-  auto stat = [&](const char* name, double other) {
-    return expand_dims(load(row_stat_base(name, head) + rows, inside, other), 1 - query_axis);
-  };
-  return {stat("row_base", kInf), stat("row_offset", 0.0), stat("delta", 0.0)};
+  auto stat = [&](RowStat s) { return expand_dims(load(row_stat_base(s, head) + rows), 1 - query_axis); };
+  return {stat(RowStat::base), stat(RowStat::offset), stat(RowStat::delta)};
 }
 
 Tile AttentionTiles::RowStats::weights(const Logits& logits) const {
   // (x - base) first: exact where x and base are both masked_logit, which offset * log2(e)
   // beside base * log2(e) would not be (with a factor nothing is masked).
   Tile above_base = logits.factor ? fma(logits.value, *logits.factor, -base) : logits.value - base;
-  return exp2_flushing_subnormals(fma(above_base, kLog2e, -(offset * kLog2e)));
+  return exp2_flushing_subnormals(fma(above_base, kLog2e, -offset));
 }
 
 Tile AttentionTiles::RowStats::logit_gradients(const Logits& logits, const Tile& p, const Tile& dp) const {

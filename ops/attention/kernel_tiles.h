@@ -69,13 +69,14 @@ class AttentionTiles {
   void select_batch(const dsl::Tile& b);
   dsl::Tile b, q_end, kv_end;
 
-  // The program's query block in a grid over (batch, query head, block of `block_m` query
-  // rows), blocks fastest (programs that share a kv head run together); selects the batch.
+  // The program's query block in a grid over (batch, query head, block of `block_m` of a head's
+  // `head_rows` query rows: T, or workspace_rows()), blocks fastest (programs that share a kv
+  // head run together); selects the batch.
   struct QueryBlock {
     dsl::Tile head, kv_head;  // the query head and the kv head it reads
     dsl::Tile first, rows;    // the block's first row and its rows (BLOCK_M)
   };
-  QueryBlock select_query_block(int64_t block_m);
+  QueryBlock select_query_block(int64_t block_m, const dsl::Tile& head_rows);
 
   // The address of operand `name` at (b, row 0, `head_index`): an element pointer.
   dsl::Tile operand_base(const std::string& name, const dsl::Tile& head_index) const;
@@ -97,8 +98,13 @@ class AttentionTiles {
   void add_to_rows(const std::string& name, const dsl::Tile& base, const dsl::Tile& rows, const dsl::Tile& limit,
                    const Chunks& value) const;
   Chunks zero_rows(int64_t rows) const;  // f32 zeros (rows, H)
-  // Element (b, n, 0) of a contiguous (B, N, T) f32 row statistic (logsumexp, delta, ...).
-  dsl::Tile row_stat_base(const std::string& name, const dsl::Tile& n) const;
+  // Element (b, n, 0) of the contiguous (B, N, T) f32 logsumexp.
+  dsl::Tile lse_base(const dsl::Tile& n) const;
+  // The backward's row statistics (launch.h): a head's rows there (T padded), and element
+  // (b * N + n, stat, 0).
+  enum class RowStat { base, offset, delta };
+  dsl::Tile workspace_rows() const;
+  dsl::Tile row_stat_base(RowStat stat, const dsl::Tile& n) const;
 
   struct Logits {
     dsl::Tile value;  // f32: the logits, masked_logit where masked, -inf for keys s >= S
@@ -116,10 +122,11 @@ class AttentionTiles {
 
   // The backward pass's statistics of query rows `rows` (i32, (R)) of head `head`
   // (backward_kernels.h), shaped (R, 1) when `query_axis` is 0 and (1, R) when it is 1, to
-  // broadcast against a (query, key) or (key, query) tile; rows >= T get weight 0.
+  // broadcast against a (query, key) or (key, query) tile; rows >= T (below workspace_rows())
+  // get weight 0.
   struct RowStats {
     dsl::Tile base, offset, delta;
-    dsl::Tile weights(const Logits& logits) const;  // p = exp(logits - base - offset)
+    dsl::Tile weights(const Logits& logits) const;  // p = exp(logits - base) * 2^-offset
     // ds = p * (dp - delta) at kept logits, 0 at masked ones (a constant has no gradient).
     dsl::Tile logit_gradients(const Logits& logits, const dsl::Tile& p, const dsl::Tile& dp) const;
   };

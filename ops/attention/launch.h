@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "ops/attention/config.h"
 #include "ops/attention/problem.h"
@@ -16,10 +17,19 @@ void launch_forward(const AttentionProblem& p, const KernelConfig& config, const
 KernelReport prepare_forward(const AttentionProblem& p, const KernelConfig& config, const Tensor& out,
                              const Tensor* lse, Device& device);
 
+// The backward's row statistics, one f32 workspace of (B * N, 3, workspace_rows(T)): for each
+// head, row_base, row_offset and delta (backward_kernels.h) of its query rows, padded to a
+// multiple of kWorkspaceRowsMultiple, which every config's BLOCK_M divides. The rows kernel
+// writes the padding as rows of weight 0, so the loops over query blocks read whole blocks of
+// statistics without bounds, all three from one base per head.
+constexpr int64_t kWorkspaceRowsMultiple = 128;
+int64_t workspace_rows(int64_t q_len);  // q_len rounded up to kWorkspaceRowsMultiple
+std::vector<int64_t> row_stats_shape(const AttentionProblem& p);
+
 struct BackwardBuffers {
   Tensor out, dout, lse;  // the caller's (checked) forward output, its gradient, logsumexp
   SequenceStrides out_strides, dout_strides;
-  Tensor delta, row_base, row_offset;  // f32 (B, N, T) workspaces
+  Tensor row_stats;  // f32, row_stats_shape(p)
   Tensor close_rows;                   // i32 (B, N): whether a head has rows near masked_logit
   Tensor dq, dk, dv;                   // contiguous outputs
   // f32, dq's shape: the sums of dq for a dk / dv config that fuses them (fuse_dq).

@@ -98,7 +98,8 @@ TracedKernels default_kernels(const AttentionCase& c, const std::string& arch) {
   AttentionProblem p = check_attention(tilejit::ops::OpArguments("attention"), q, k, k, options);
   AttentionConfigs configs = choose_configs(c.dtype, c.H, Device::by_name("emu:" + arch).info());
   Tensor lse = Tensor::empty(device, DType::f32, p.logsumexp_shape());
-  BackwardBuffers buffers{q, q, lse, p.q, p.q, lse, lse, lse, Tensor::empty(device, DType::i32, {c.B, c.N}), q, k, k, {}};
+  BackwardBuffers buffers{q,   q, lse, p.q, p.q, Tensor::empty(device, DType::f32, row_stats_shape(p)),
+                          Tensor::empty(device, DType::i32, {c.B, c.N}), q, k, k, {}};
   const DeviceInfo& info = Device::by_name("emu:" + arch).info();
   NamedArguments bwd = rows_arguments(p, buffers), dq = dq_arguments(p, configs.dq, info, buffers),
                  dkdv = dkdv_arguments(p, configs.dkdv, info, buffers);

@@ -126,6 +126,18 @@ AxisInfo AxisAnalysis::compute(const ir::Op& op) const {
       a.constancy.insert(a.constancy.begin() + axis, 1);
       return a;
     }
+    case ir::OpKind::trans: {
+      // Dim d of the result is dim perm[d] of the operand, with its runs.
+      const std::vector<int64_t>& perm = op.attr_ints("perm");
+      AxisInfo a = in(0);
+      for (int d = 0; d < rank; ++d) {
+        auto from = static_cast<size_t>(perm[static_cast<size_t>(d)]);
+        a.contiguity[d] = in(0).contiguity[from];
+        a.divisibility[d] = in(0).divisibility[from];
+        a.constancy[d] = in(0).constancy[from];
+      }
+      return a;
+    }
     case ir::OpKind::add:
     case ir::OpKind::sub:
     case ir::OpKind::addptr: {

@@ -149,6 +149,21 @@ llvm::Value* int_to_e8m0(Lowering& L, llvm::Value* x) {
   return B.CreateTrunc(B.CreateSelect(positive, code, B.getInt32(0xff)), B.getInt8Ty());  // <= 0: NaN
 }
 
+// float -> i8 / i32 / i64, truncating and saturating, NaN -> 0. PTX's cvt.rzi.s32.f32 does
+// exactly that; llvm.fptosi.sat, which says the same, is expanded by the NVPTX backend into
+// three compares and selects around the conversion. i8 clamps the i32 (two integer ops).
+llvm::Value* float_to_integer(Lowering& L, llvm::Value* x, DType to) {
+  auto& B = L.b;
+  llvm::Type* target = L.llvm_type(ir::Type::scalar(to));
+  if (to == DType::i64) return L.call_intrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
+  llvm::Value* f32 = x->getType()->isFloatTy() ? x : B.CreateFPExt(x, B.getFloatTy());  // exact
+  llvm::Value* i32 = L.call_intrinsic(llvm::Intrinsic::nvvm_f2i_rz, {}, {f32});
+  if (to == DType::i32) return i32;
+  llvm::Value* clamped = L.call_intrinsic(llvm::Intrinsic::smax, {B.getInt32Ty()}, {i32, B.getInt32(-128)});
+  clamped = L.call_intrinsic(llvm::Intrinsic::smin, {B.getInt32Ty()}, {clamped, B.getInt32(127)});
+  return B.CreateTrunc(clamped, target);
+}
+
 }  // namespace
 
 llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool saturate) {
@@ -168,7 +183,7 @@ llvm::Value* emit_cast(Lowering& L, llvm::Value* x, DType from, DType to, bool s
                           : B.CreateICmpNE(x, llvm::Constant::getNullValue(x->getType()));
   if (is_integer(from) && is_integer(to)) return B.CreateSExtOrTrunc(x, target);
   if (is_integer(from)) return B.CreateSIToFP(x, target);
-  if (is_integer(to)) return L.call_intrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
+  if (is_integer(to)) return float_to_integer(L, x, to);
   // Between f16, bf16 and f32: through f32 when neither side is f32.
   if (from != DType::f32 && to != DType::f32) return B.CreateFPTrunc(B.CreateFPExt(x, B.getFloatTy()), target);
   return to == DType::f32 ? B.CreateFPExt(x, target) : B.CreateFPTrunc(x, target);

@@ -53,16 +53,22 @@ RowQuantized empty_row_quantized(const Tensor& x) {
   return {Tensor::empty(x.device(), DType::i8, {x.dim(0), x.dim(1)}), Tensor::empty(x.device(), DType::f32, {x.dim(0)})};
 }
 
-// Quantizes the rows of x (checked) into `out`.
+// Quantizes the rows of x (checked) into `out`. Rows whose elements lie apart but next to the
+// next row's (a transposed view, such as q_matmul_int8's columns of w) are the columns of
+// x^T, whose rows are contiguous: the per-column kernel reads those.
 void launch_quantize_rows(const Tensor& x, const RowQuantized& out, Stream& s) {
-  int64_t r = x.dim(0), c = x.dim(1);
-  if (r == 0) return;
-  const int64_t block_r = 16, block_c = 128;
-  const JitKernel& k = op_kernel(fmt::format("quantize_rows_int8/{}", dtype_name(x.dtype())),
-                                 [&] { return quantize_rows_kernel(x.dtype()); });
+  if (x.dim(0) == 0) return;
+  const bool columns = x.strides()[1] != 1 && x.strides()[0] == 1;
+  const Tensor read = columns ? x.permute({1, 0}) : x;
+  int64_t r = read.dim(0), c = read.dim(1);
+  const int64_t block_r = columns ? 128 : 16, block_c = columns ? 16 : 128;
+  const JitKernel& k =
+      op_kernel(fmt::format("quantize_{}_int8/{}", columns ? "columns" : "rows", dtype_name(x.dtype())),
+                [&] { return quantize_lines_kernel(x.dtype(), columns); });
   k.with({{"BLOCK_R", block_r}, {"BLOCK_C", block_c}})
-      .launch(s, {blocks(r, block_r)}, x, out.q, out.inv_scale, static_cast<int32_t>(r),
-              static_cast<int32_t>(c), static_cast<int32_t>(x.strides()[0]), static_cast<int32_t>(x.strides()[1]));
+      .launch(s, {blocks(columns ? c : r, columns ? block_c : block_r)}, read, out.q, out.inv_scale,
+              static_cast<int32_t>(r), static_cast<int32_t>(c), static_cast<int32_t>(read.strides()[0]),
+              static_cast<int32_t>(read.strides()[1]));
 }
 
 }  // namespace

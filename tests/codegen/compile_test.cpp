@@ -159,6 +159,19 @@ TEST(Compile, ImplicitlyBroadcastOffsetsGiveVectorAccesses) {
   }
 }
 
+// Offsets keep their runs through trans: out's offsets, built along dim 0 and transposed, run
+// along the last dim, so the transposed tile (a column of x as a row of out) is stored 16 bytes
+// a thread after its trip through shared memory.
+TEST(Compile, TransposedOffsetsGiveVectorAccesses) {
+  Kernel kernel = define_kernel("transpose", {"x", "out"}, {{"B", 64}}, [](const Constants& c, Ptr<f32> x, Ptr<f32> out) {
+    Tile rows = expand_dims(arange(0, c["B"]), 1), cols = expand_dims(arange(0, c["B"]), 0);
+    store(out + trans(rows + cols * c["B"]), trans(load(x + rows * c["B"] + cols)));
+  });
+  std::string ptx = compile_to_ptx(*kernel.trace(kernel.constants(), kernel.aligned_facts()), find_target("sm_80")).ptx;
+  EXPECT_GT(count(ptx, "st.global.v4.b32 "), 0u) << ptx;
+  EXPECT_EQ(count(ptx, "st.global.b32 "), 0u) << ptx;
+}
+
 // A thread's run of 2 to 8 bytes loads as one integer (masked or not), its bytes taken apart by
 // shifts, not as a vector of i8 (each element its own 16-bit register in LLVM's lowering).
 TEST(Compile, RunsOfBytesLoadAsOneWord) {

@@ -31,6 +31,8 @@ const Expression kExpressions[] = {
     {"r + r", [](Tile, Tile) { return arange(0, 16) + arange(0, 16); }},
     {"(r + 32) * s", [](Tile, Tile s) { return (arange(0, 16) + 32) * s; }},
     {"rows + cols", [](Tile, Tile) { return rows() + cols(); }},
+    {"trans(rows * s + cols)", [](Tile, Tile s) { return trans(rows() * s + cols()); }},
+    {"trans(rows)", [](Tile, Tile) { return trans(rows()); }},
     {"expand_dims(r % n, 1) * s + cols * 2", [](Tile n, Tile s) { return expand_dims(arange(0, 16) % n, 1) * s + cols() * 2; }},
     {"rows * n * s + cols", [](Tile n, Tile s) { return rows() * n * s + cols(); }},
     // Shifts right: blocks of consecutive values (a scale's block of K).

@@ -68,11 +68,18 @@ TEST(Int8, QuantizeRowsIsTheReferencesArithmetic) {
     for (int64_t j = 0; j < c; ++j) x.set(size_t(5 * c + j), 0);  // an all-zero row quantizes to 0
     x.set(size_t(7 * c + 200), NAN);  // rows holding NaN or inf: scale 0, inv_scale inf
     x.set(size_t(8 * c + 3), -std::numeric_limits<LD>::infinity());
-    tilejit::ops::RowQuantized got = tilejit::ops::quantize_rows_int8(upload(x, {r, c}));
     RowReference want = quantize_rows(x, r, c);
     for (int64_t row : {7, 8}) EXPECT_TRUE(std::isinf(want.inv_scale[size_t(row)]));  // the reference's own check
-    expect_values("q", download(got.q), want.q, exact());
-    expect_values("inv_scale", download(got.inv_scale), want.inv_scale, exact());
+    // Rows stored as columns (x^T's transposed view) take the per-column kernel.
+    Host stored_transposed(d, size_t(r * c));
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) stored_transposed.set_raw(size_t(j * r + i), x.raw(size_t(i * c + j)));
+    for (const Tensor& view : {upload(x, {r, c}), upload(stored_transposed, {c, r}).permute({1, 0})}) {
+      SCOPED_TRACE(view.describe());
+      tilejit::ops::RowQuantized got = tilejit::ops::quantize_rows_int8(view);
+      expect_values("q", download(got.q), want.q, exact());
+      expect_values("inv_scale", download(got.inv_scale), want.inv_scale, exact());
+    }
   }
 }
 

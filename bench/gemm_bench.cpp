@@ -1,7 +1,9 @@
 // GEMM speed against cuBLASLt in the same binary, on a GPU (skipped without one): bf16 and
 // f16 4096³ and 8192³, tf32 4096³, fp8 e4m3 8192 x 8192 x 4096 (both ways each: each K
 // block's product added in f32, and fast accumulation, .../fast_accum) and int8 4096³ (B as
-// (N, K), the layout cuBLASLt's fp8 and int8 kernels take). Each iteration is one call timed between
+// (N, K), the layout cuBLASLt's fp8 and int8 kernels take) and 8192³, and FJFormer's q_matmul_int8
+// on bf16 4096³ and 8192³ end to end (both operands quantized in the call, then the i8 product
+// dequantized), whose peer is cuBLASLt's int8 product of the same size alone. Each iteration is one call timed between
 // events on the stream; the TFLOP/s counter is 2·M·N·K over that time. tilejit_schedule/...
 // runs the heuristic's tiles in each schedule of the sm_90 pipeline: as they are, with a
 // producer warpgroup, persistent with one, and those two in clusters of two CTAs that share B
@@ -20,6 +22,7 @@
 #include "ops/common/host_values.h"
 #include "ops/gemm.h"
 #include "ops/gemm/gemm_launch.h"
+#include "ops/int8.h"
 
 namespace {
 
@@ -97,6 +100,15 @@ void BM_Tilejit(benchmark::State& state, GemmCase c) {
   const Operands& x = operands_for(gpu, c);
   ops::GemmOptions o = options_of(c);
   time_on_gpu(state, gpu, c, [&](Stream& s) { ops::gemm(x.a, x.b, x.out, o, &s); });
+}
+
+// The whole of q_matmul_int8: a (M, K) and w (K, N) in bf16 quantized per row / column, the i8
+// product, its dequantizing epilogue.
+void BM_QMatmulInt8(benchmark::State& state, GemmCase c) {
+  if (skip_without_gpu(state)) return;
+  Device& gpu = Device::cuda(0);
+  const Operands& x = operands_for(gpu, c);
+  time_on_gpu(state, gpu, c, [&](Stream& s) { ops::q_matmul_int8(x.a, x.b, x.out, &s); });
 }
 
 enum class Schedule {
@@ -199,6 +211,12 @@ int main(int argc, char** argv) {
   register_case("tf32_4096", {DType::f32, DType::f32, 4096, 4096, 4096});
   register_case("fp8_e4m3_8192x8192x4096", {DType::f8e4m3, DType::bf16, 8192, 8192, 4096, true});
   register_case("int8_4096", {DType::i8, DType::i32, 4096, 4096, 4096, true});
+  register_case("int8_8192", {DType::i8, DType::i32, 8192, 8192, 8192, true});
+  for (int64_t size : {4096, 8192})
+    benchmark::RegisterBenchmark(fmt::format("tilejit/q_matmul_int8_bf16_{}", size).c_str(), BM_QMatmulInt8,
+                                 GemmCase{DType::bf16, DType::bf16, size, size, size})
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
   register_schedules("bf16_8192", {DType::bf16, DType::bf16, 8192, 8192, 8192});
   register_schedules("fp8_e4m3_8192x8192x4096", {DType::f8e4m3, DType::bf16, 8192, 8192, 4096, true});
   benchmark::Initialize(&argc, argv);

@@ -3,7 +3,7 @@
 # the whole GPU session in one command, most important first, within BUDGET seconds (default
 # 560, for a command limit of 600): the gpu tests (each in its own process), the collectives'
 # tests and their overhead over raw NCCL, the proxy fence's probe, gemm against cuBLASLt, attention and scaled_dot against
-# PyTorch and JAX, one shape tuned end to end and the cold start from a cache, the module load
+# PyTorch and JAX, Nsight Compute on attention's kernels, one shape tuned end to end and the cold start from a cache, the module load
 # and launch overhead, the gemm schedules, the tuned packs of caches/ (tune_pack.sh), every
 # registered kernel with its PTX dumped (scripts/sass_report.sh reads it back here), and the
 # top 8 against the exhaustive search. What
@@ -33,8 +33,11 @@ step test_gpu_collectives 40 bash scripts/device/each_test.sh $b/test_gpu_collec
 step collectives_bench 30 $b/collectives_bench --benchmark_filter='RawNccl|OnGpu' "${bench_args[@]}"
 # Whether a fence.proxy.async waits for the loads or copies a thread has in flight (a few seconds).
 step proxy_fence_bench 20 $b/proxy_fence_bench "${bench_args[@]}"
-step gemm_bench 80 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
+step gemm_bench 100 $b/gemm_bench --benchmark_filter='^(tilejit|cublaslt)/' "${bench_args[@]}"
 step peers 180 python3 bench/peers.py --tilejit $b/tilejit --json "$logs/peers.json"
+# Where attention's time goes (the largest gap to a peer): Nsight Compute's throughput, warp stall, issue slot and
+# pipe sections for the forward and the backward's dk / dv and dq at H = 128.
+step profile_attention 60 bash scripts/device/profile_attention.sh "$CUDA_HOME/bin/ncu" $b/tilejit
 # Tuning with the kernel cache off: every candidate is a cold compile, as on a first run.
 step autotune_bench 60 env TILEJIT_CACHE_DISABLE=1 $b/autotune_bench --benchmark_filter='BM_(TuneOneShape/.*cuda|ColdStart|MakeTuningProblem)' \
   --benchmark_repetitions=1

@@ -209,6 +209,9 @@ def main():
         print(title, flush=True)
         flops, rows = 2.0 * p["B"] * p["M"] * p["N"] * p["K"], []
         measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, "scaled_dot", p, device), rows)
+        # The same product with rhs stored (N, K): the order the 8-bit tensor cores read B in.
+        measure("tilejit, rhs stored (N, K)", flops,
+                lambda: tilejit_ms(o.tilejit, "scaled_dot", dict(p, RHS_NK=1), device), rows)
         measure("jax.lax.scaled_dot", flops, lambda: jax_scaled_dot_ms(p), rows)
         results[title] = rows
 

@@ -127,13 +127,16 @@ struct KernelSpec {
   // multiply the operand tiles).
   int lhs_block_shift = -1, rhs_block_shift = -1;
   bool factors_on_tensor_cores = false;  // ScaledDotPlan's
+  // rhs with a unit stride along K (stored (N, K), the order 8-bit tensor-core operands are read
+  // in): its tiles load along K, (BLOCK_N, BLOCK_K), and reach the dot transposed.
+  bool rhs_k_major = false;
 
   std::string key() const {
     auto name = [](std::optional<DType> d) { return d ? std::string(dtype_name(*d)) : std::string("none"); };
-    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}/shifts{}_{}/f{}", dtype_name(lhs),
+    return fmt::format("scaled_dot/{}x{}/scales_{}x{}/{}/{}/{}_{}/{}/g{}/shifts{}_{}/f{}/k{}", dtype_name(lhs),
                        dtype_name(rhs), name(lhs_scale), name(rhs_scale), dtype_name(out), scale_mode_name(mode),
                        name(compute), static_cast<int>(precision), dtype_name(index), group_of_tiles,
-                       lhs_block_shift, rhs_block_shift, factors_on_tensor_cores);
+                       lhs_block_shift, rhs_block_shift, factors_on_tensor_cores, rhs_k_major);
   }
 };
 
@@ -159,14 +162,23 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         // loads along them are contiguous.
         Tile a_ptrs = arg["lhs"] + batch * arg["lhs_sb"] + expand_dims(rows, 1) * arg["lhs_sm"] +
                       expand_dims(ks, 0) * arg["lhs_sk"];  // (BLOCK_M, BLOCK_K)
-        Tile b_ptrs = arg["rhs"] + batch * arg["rhs_sb"] + expand_dims(ks, 1) * arg["rhs_sk"] +
-                      expand_dims(cols, 0) * arg["rhs_sn"];  // (BLOCK_K, BLOCK_N)
+        Tile b_ptrs = spec.rhs_k_major ? arg["rhs"] + batch * arg["rhs_sb"] + expand_dims(cols, 1) * arg["rhs_sn"] +
+                                             expand_dims(ks, 0) * arg["rhs_sk"]  // (BLOCK_N, BLOCK_K)
+                                       : arg["rhs"] + batch * arg["rhs_sb"] + expand_dims(ks, 1) * arg["rhs_sk"] +
+                                             expand_dims(cols, 0) * arg["rhs_sn"];  // (BLOCK_K, BLOCK_N)
         // The operand tiles at K offset k.
         auto a_tile = [&](const Tile& k, const Tile& mask) {
           return load(a_ptrs + k * arg["lhs_sk"], mask);  // (BLOCK_M, BLOCK_K)
         };
-        auto b_tile = [&](const Tile& k, const Tile& mask) {
-          return load(b_ptrs + k * arg["rhs_sk"], mask);  // (BLOCK_K, BLOCK_N)
+        // K past the end masked by `k_in` (BLOCK_K) where given; the mask is formed in the loaded
+        // tile's own orientation.
+        auto b_tile = [&](const Tile& k, const std::optional<Tile>& k_in) {  // (BLOCK_K, BLOCK_N)
+          if (spec.rhs_k_major) {
+            Tile mask = expand_dims(cols < N, 1);
+            if (k_in) mask = mask && expand_dims(*k_in, 0);
+            return trans(load(b_ptrs + k * arg["rhs_sk"], mask));
+          }
+          return load(b_ptrs + k * arg["rhs_sk"], k_in ? expand_dims(*k_in, 1) && col_ok : col_ok);
         };
         auto for_dot = [&](const Tile& t) { return spec.compute ? cast(t, *spec.compute) : t; };
         Tile ls_base = spec.lhs_scale ? arg["lhs_scale"] + batch * arg["ls_sb"] : Tile();
@@ -194,7 +206,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
           const Tile step = spec.group_of_tiles ? group : scalar(static_cast<double>(bk), spec.index);
           auto partial_at = [&](const Tile& kg) {  // (BLOCK_M, BLOCK_N)
             auto a_at = [&](const Tile& k) { return for_dot(a_tile(k, row_ok)); };
-            auto b_at = [&](const Tile& k) { return for_dot(b_tile(k, col_ok)); };
+            auto b_at = [&](const Tile& k) { return for_dot(b_tile(k, std::nullopt)); };
             return spec.group_of_tiles ? for_range(kg, kg + group, bk, zero,
                                                    [&](Tile k, Tile sum) {
                                                      return f32_dot(a_at(k), b_at(k), sum, spec.precision);
@@ -278,7 +290,7 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
             Tile kk = ks + k;  // (BLOCK_K)
             Tile a_mask = row_ok && expand_dims(kk < K, 0);
             Tile b_mask = expand_dims(kk < K, 1) && col_ok;
-            Tile a = a_tile(k, a_mask), b = b_tile(k, b_mask);
+            Tile a = a_tile(k, a_mask), b = b_tile(k, kk < K);
             // A power-of-two block that BLOCK_K divides gives the whole K tile one scale per row
             // (column): loaded once and broadcast, not once per element.
             auto tile_wide = [&](int shift) { return shift >= 0 && (int64_t{1} << shift) % bk == 0; };
@@ -386,6 +398,7 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
   if (lhs.scale) spec.lhs_block_shift = power_of_two_log2(lhs.block);
   if (rhs.scale) spec.rhs_block_shift = power_of_two_log2(rhs.block);
   spec.factors_on_tensor_cores = plan.factors_on_tensor_cores;
+  spec.rhs_k_major = b.stride[1] == 1 && b.stride[2] != 1;
 
   const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
   const int64_t programs = batch * tiles_m * tiles_n;

@@ -32,12 +32,15 @@ ExampleRun run_scaled_dot(Device& device, const ExampleOptions& options) {
   const bool small = options.small || device.info().kind == DeviceKind::emu;
   auto dims = run_dimensions("scaled_dot",
                              small ? std::vector<std::pair<std::string, int64_t>>{{"B", 2}, {"M", 100}, {"N", 72},
-                                                                                 {"K", 256}, {"BLOCK", 32}}
+                                                                                 {"K", 256}, {"BLOCK", 32},
+                                                                                 {"RHS_NK", 0}}
                                    : std::vector<std::pair<std::string, int64_t>>{{"B", 1}, {"M", 8192}, {"N", 8192},
-                                                                                 {"K", 8192}, {"BLOCK", 32}},
+                                                                                 {"K", 8192}, {"BLOCK", 32},
+                                                                                 {"RHS_NK", 0}},
                              options);
   const int64_t batch = dimension(dims, "B"), m = dimension(dims, "M"), n = dimension(dims, "N"),
                 k = dimension(dims, "K"), block = dimension(dims, "BLOCK");
+  const bool rhs_nk = dimension(dims, "RHS_NK") != 0;  // rhs stored (N, K) instead of jax's default (K, N)
   if (k % block != 0 || block < 2) fail("run scaled_dot: K ({}) must be a multiple of BLOCK ({}) >= 2", k, block);
   const int64_t kb = k / block;
   std::mt19937_64 rng(options.seed ? options.seed : std::random_device{}());
@@ -55,7 +58,14 @@ ExampleRun run_scaled_dot(Device& device, const ExampleOptions& options) {
   std::vector<uint8_t> a = fp8(batch * m * k), b = fp8(batch * k * n), sa = scales(batch * m * kb),
                        sb = scales(batch * kb * n);
   Tensor ta = upload_elements(device, DType::f8e4m3, {batch, m, k}, a.data());
-  Tensor tb = upload_elements(device, DType::f8e4m3, {batch, k, n}, b.data());
+  std::vector<uint8_t> b_stored = b;  // b[(bi * k + t) * n + j] holds rhs element (t, j) either way
+  if (rhs_nk)
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t t = 0; t < k; ++t)
+        for (int64_t j = 0; j < n; ++j)
+          b_stored[static_cast<size_t>((bi * n + j) * k + t)] = b[static_cast<size_t>((bi * k + t) * n + j)];
+  Tensor tb = upload_elements(device, DType::f8e4m3, rhs_nk ? std::vector<int64_t>{batch, n, k}
+                                                            : std::vector<int64_t>{batch, k, n}, b_stored.data());
   Tensor tsa = upload_elements(device, DType::e8m0, {batch, m, kb}, sa.data());
   Tensor tsb = upload_elements(device, DType::e8m0, {batch, kb, n}, sb.data());
   Tensor out = Tensor::empty(device, DType::bf16, {batch, m, n});
@@ -64,14 +74,17 @@ ExampleRun run_scaled_dot(Device& device, const ExampleOptions& options) {
   ExampleRun r;
   r.kernel = "scaled_dot";
   r.device = device.info().name;
-  r.problem = fmt::format("B={} M={} N={} K={} BLOCK={} e4m3 x e4m3, e8m0 scales", batch, m, n, k, block);
+  r.problem = fmt::format("B={} M={} N={} K={} BLOCK={} e4m3 x e4m3, e8m0 scales, rhs stored {}", batch, m, n, k, block,
+                          rhs_nk ? "(N, K)" : "(K, N)");
   r.flops = 2.0 * static_cast<double>(batch * m * n * k);
   r.bytes = static_cast<double>(a.size() + b.size() + sa.size() + sb.size() + 2 * batch * m * n);
   Stream& stream = device.default_stream();
   ScaledOperandView lhs{grouped_view(ta, {{{0}, {1}, {2}}}, {}, stream), grouped_view(tsa, {{{0}, {1}, {2}}}, {}, stream),
                         block};
-  ScaledOperandView rhs{grouped_view(tb, {{{0}, {1}, {2}}}, {}, stream), grouped_view(tsb, {{{0}, {1}, {2}}}, {}, stream),
-                        block};
+  ScaledOperandView rhs{grouped_view(tb, rhs_nk ? std::array<std::vector<int>, 3>{{{0}, {2}, {1}}}
+                                                 : std::array<std::vector<int>, 3>{{{0}, {1}, {2}}},
+                                     {}, stream),
+                        grouped_view(tsb, {{{0}, {1}, {2}}}, {}, stream), block};
   time_launches(r, device, [&](Stream& s) { run_scaled_dot_kernel(lhs, rhs, out, s); });
 
   std::vector<uint16_t> got(static_cast<size_t>(batch * m * n));

@@ -123,6 +123,20 @@ TEST(ScaledDot, ContractingDimsNotLast) {
   expect_scaled_dot("the same with blocks of 2", c);
 }
 
+// rhs stored (N, K), K contiguous: its tiles load along K and reach the dot transposed (on
+// sm_90a straight into the 8-bit tensor cores, which read B that way), in every scale mode.
+TEST(ScaledDot, RhsStoredAlongK) {
+  TJ_SEEDED_RNG(rng);
+  for (const char* arch : {"emu:sm_90a", "emu:sm_80"})
+    for (int64_t block : {32, 16}) {
+      ScaledDotCall c;  // lhs [B, M, K], rhs [B, N, K], contracting the last dims
+      make_operand(c.lhs, c.lhs_scale, e4m3, e8m0, {2, 100, 256}, {1, 1, block}, rng);
+      make_operand(c.rhs, c.rhs_scale, e4m3, e8m0, {2, 72, 256}, {1, 1, block}, rng);
+      c.options = options_of(DotDimensionNumbers{{2}, {2}, {0}, {0}});
+      expect_scaled_dot(fmt::format("{}, blocks of {}", arch, block), c, Device::by_name(arch));
+    }
+}
+
 TEST(ScaledDot, SeveralBatchDimsInAnyPlace) {
   TJ_SEEDED_RNG(rng);
   ScaledDotCall c;  // lhs [B1, M, B2, K], rhs [B2, K, B1, N]: out [B1, B2, M, N]

@@ -572,6 +572,15 @@ TEST(Attention, FullyMaskedRows) {
   }
 }
 
+// The backward's row statistics are padded for query blocks up to 128 rows: a larger BLOCK_M is
+// refused before any launch of its kernel, naming the kernel and the value.
+TEST(Attention, BackwardQueryBlocksDivideTheStatisticsPadding) {
+  AttentionCase c = small(AttentionCase{});
+  c.configs->dq.block_m = 256;
+  tilejit::testing_util::expect_error_naming([&] { check_attention_case(c); },
+                                             {"attention_backward_dq", "BLOCK_M that divides 128, not 256"});
+}
+
 TEST(Attention, EverythingAtOnce) {
   AttentionCase c;
   c.B = 2, c.T = 41, c.S = 66, c.N = 6, c.K = 2, c.H = 40;

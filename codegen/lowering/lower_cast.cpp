@@ -151,13 +151,16 @@ llvm::Value* int_to_e8m0(Lowering& L, llvm::Value* x) {
 
 // float -> i8 / i32 / i64, truncating and saturating, NaN -> 0. PTX's cvt.rzi.s32.f32 does
 // exactly that; llvm.fptosi.sat, which says the same, is expanded by the NVPTX backend into
-// three compares and selects around the conversion. i8 clamps the i32 (two integer ops).
+// three compares and selects around the conversion. The ftz form: LLVM's NVPTX combine turns
+// llvm.nvvm.f2i.rz into fptosi, whose NaN and out-of-range results are poison, and flushing a
+// subnormal input changes nothing here (it truncates to 0 either way). i8 clamps the i32 (two
+// integer ops).
 llvm::Value* float_to_integer(Lowering& L, llvm::Value* x, DType to) {
   auto& B = L.b;
   llvm::Type* target = L.llvm_type(ir::Type::scalar(to));
   if (to == DType::i64) return L.call_intrinsic(llvm::Intrinsic::fptosi_sat, {target, x->getType()}, {x});
   llvm::Value* f32 = x->getType()->isFloatTy() ? x : B.CreateFPExt(x, B.getFloatTy());  // exact
-  llvm::Value* i32 = L.call_intrinsic(llvm::Intrinsic::nvvm_f2i_rz, {}, {f32});
+  llvm::Value* i32 = L.call_intrinsic(llvm::Intrinsic::nvvm_f2i_rz_ftz, {}, {f32});
   if (to == DType::i32) return i32;
   llvm::Value* clamped = L.call_intrinsic(llvm::Intrinsic::smax, {B.getInt32Ty()}, {i32, B.getInt32(-128)});
   clamped = L.call_intrinsic(llvm::Intrinsic::smin, {B.getInt32Ty()}, {clamped, B.getInt32(127)});

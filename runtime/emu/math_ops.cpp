@@ -25,7 +25,7 @@ float exp2_flushing_subnormals(float x) {
   return r < std::numeric_limits<float>::min() ? 0.0f : r;
 }
 
-// cvt.rzi.s32.f32: toward zero, saturating, NaN -> 0.
+// cvt.rzi.ftz.s32.f32: toward zero, saturating, NaN -> 0 (a subnormal input gives 0 either way).
 int32_t float_to_i32_toward_zero(float x) {
   if (std::isnan(x)) return 0;
   if (x <= -0x1p31f) return std::numeric_limits<int32_t>::min();
@@ -45,7 +45,8 @@ void add_math_symbols(codegen::HostSymbols& out) {
   f1("__nv_exp2f", [](float x) { return std::exp2(x); });
   out.emplace_back(codegen::host_intrinsic_name("llvm.nvvm.ex2.approx.ftz.f32"),
                    reinterpret_cast<void*>(exp2_flushing_subnormals));
-  out.emplace_back(codegen::host_intrinsic_name("llvm.nvvm.f2i.rz"), reinterpret_cast<void*>(float_to_i32_toward_zero));
+  out.emplace_back(codegen::host_intrinsic_name("llvm.nvvm.f2i.rz.ftz"),
+                   reinterpret_cast<void*>(float_to_i32_toward_zero));
   f1("__nv_exp10f", exp10f_);
   f1("__nv_expm1f", [](float x) { return std::expm1(x); });
   f1("__nv_logf", [](float x) { return std::log(x); });

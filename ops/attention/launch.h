@@ -29,9 +29,9 @@ std::vector<int64_t> row_stats_shape(const AttentionProblem& p);
 struct BackwardBuffers {
   Tensor out, dout, lse;  // the caller's (checked) forward output, its gradient, logsumexp
   SequenceStrides out_strides, dout_strides;
-  Tensor row_stats;  // f32, row_stats_shape(p)
-  Tensor close_rows;                   // i32 (B, N): whether a head has rows near masked_logit
-  Tensor dq, dk, dv;                   // contiguous outputs
+  Tensor row_stats;   // f32, row_stats_shape(p)
+  Tensor close_rows;  // i32 (B, N): whether a head has rows near masked_logit
+  Tensor dq, dk, dv;  // contiguous outputs
   // f32, dq's shape: the sums of dq for a dk / dv config that fuses them (fuse_dq).
   std::optional<Tensor> dq_sum;
 };

@@ -3,9 +3,9 @@
 // block's product added in f32, and fast accumulation, .../fast_accum) and int8 4096³ (B as
 // (N, K), the layout cuBLASLt's fp8 and int8 kernels take) and 8192³, and FJFormer's q_matmul_int8
 // on bf16 4096³ and 8192³ end to end (both operands quantized in the call, then the i8 product
-// dequantized), whose peer is cuBLASLt's int8 product of the same size alone. Each iteration is one call timed between
-// events on the stream; the TFLOP/s counter is 2·M·N·K over that time. tilejit_schedule/...
-// runs the heuristic's tiles in each schedule of the sm_90 pipeline: as they are, with a
+// dequantized), whose peer is cuBLASLt's int8 product of the same size alone. Each iteration is
+// one call timed between events on the stream; the TFLOP/s counter is 2·M·N·K over that time.
+// tilejit_schedule/... runs the heuristic's tiles in each schedule of the sm_90 pipeline: as they are, with a
 // producer warpgroup, persistent with one, and those two in clusters of two CTAs that share B
 // by TMA multicast (see schedule_config).
 //

@@ -476,7 +476,6 @@ llvm::Value* LoopPipeline::barrier(llvm::Value* slot) {
 
 llvm::Value* LoopPipeline::first_thread() { return L_.b.CreateICmpEQ(L_.thread_id(), L_.const_i32(0)); }
 
-
 void LoopPipeline::issue(llvm::Value* iv, llvm::Value* in_range, llvm::Value* slot, bool by_producer) {
   TJ_CHECK(!by_producer || !uses_cp_async_);  // a producer only issues TMA copies
   auto& b = L_.b;

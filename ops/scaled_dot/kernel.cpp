@@ -162,10 +162,11 @@ Kernel scaled_dot_kernel(const KernelSpec& spec, const std::vector<ir::Param>& p
         // loads along them are contiguous.
         Tile a_ptrs = arg["lhs"] + batch * arg["lhs_sb"] + expand_dims(rows, 1) * arg["lhs_sm"] +
                       expand_dims(ks, 0) * arg["lhs_sk"];  // (BLOCK_M, BLOCK_K)
-        Tile b_ptrs = spec.rhs_k_major ? arg["rhs"] + batch * arg["rhs_sb"] + expand_dims(cols, 1) * arg["rhs_sn"] +
-                                             expand_dims(ks, 0) * arg["rhs_sk"]  // (BLOCK_N, BLOCK_K)
-                                       : arg["rhs"] + batch * arg["rhs_sb"] + expand_dims(ks, 1) * arg["rhs_sk"] +
-                                             expand_dims(cols, 0) * arg["rhs_sn"];  // (BLOCK_K, BLOCK_N)
+        // (BLOCK_N, BLOCK_K) for a K-major rhs, else (BLOCK_K, BLOCK_N).
+        Tile rhs = arg["rhs"] + batch * arg["rhs_sb"];
+        Tile b_ptrs = spec.rhs_k_major
+                          ? rhs + expand_dims(cols, 1) * arg["rhs_sn"] + expand_dims(ks, 0) * arg["rhs_sk"]
+                          : rhs + expand_dims(ks, 1) * arg["rhs_sk"] + expand_dims(cols, 0) * arg["rhs_sn"];
         // The operand tiles at K offset k.
         auto a_tile = [&](const Tile& k, const Tile& mask) {
           return load(a_ptrs + k * arg["lhs_sk"], mask);  // (BLOCK_M, BLOCK_K)

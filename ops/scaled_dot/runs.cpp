@@ -58,14 +58,15 @@ ExampleRun run_scaled_dot(Device& device, const ExampleOptions& options) {
   std::vector<uint8_t> a = fp8(batch * m * k), b = fp8(batch * k * n), sa = scales(batch * m * kb),
                        sb = scales(batch * kb * n);
   Tensor ta = upload_elements(device, DType::f8e4m3, {batch, m, k}, a.data());
-  std::vector<uint8_t> b_stored = b;  // b[(bi * k + t) * n + j] holds rhs element (t, j) either way
+  // b[(bi * k + t) * n + j] holds rhs element (t, j) either way; stored (N, K), a transposed copy goes up.
+  std::vector<uint8_t> b_nk(rhs_nk ? b.size() : 0);
   if (rhs_nk)
     for (int64_t bi = 0; bi < batch; ++bi)
       for (int64_t t = 0; t < k; ++t)
         for (int64_t j = 0; j < n; ++j)
-          b_stored[static_cast<size_t>((bi * n + j) * k + t)] = b[static_cast<size_t>((bi * k + t) * n + j)];
-  Tensor tb = upload_elements(device, DType::f8e4m3, rhs_nk ? std::vector<int64_t>{batch, n, k}
-                                                            : std::vector<int64_t>{batch, k, n}, b_stored.data());
+          b_nk[static_cast<size_t>((bi * n + j) * k + t)] = b[static_cast<size_t>((bi * k + t) * n + j)];
+  Tensor tb = rhs_nk ? upload_elements(device, DType::f8e4m3, {batch, n, k}, b_nk.data())
+                     : upload_elements(device, DType::f8e4m3, {batch, k, n}, b.data());
   Tensor tsa = upload_elements(device, DType::e8m0, {batch, m, kb}, sa.data());
   Tensor tsb = upload_elements(device, DType::e8m0, {batch, kb, n}, sb.data());
   Tensor out = Tensor::empty(device, DType::bf16, {batch, m, n});

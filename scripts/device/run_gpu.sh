@@ -2,13 +2,13 @@
 # On the GPU machine, from the project root with .device/ carried over (bundle.sh makes it):
 # the whole GPU session in one command, most important first, within BUDGET seconds (default
 # 560, for a command limit of 600): the gpu tests (each in its own process), the collectives'
-# tests and their overhead over raw NCCL, the proxy fence's probe, gemm against cuBLASLt, attention and scaled_dot against
-# PyTorch and JAX, Nsight Compute on attention's kernels, one shape tuned end to end and the cold start from a cache, the module load
-# and launch overhead, the gemm schedules, the tuned packs of caches/ (tune_pack.sh), every
-# registered kernel with its PTX dumped (scripts/sass_report.sh reads it back here), and the
-# top 8 against the exhaustive search. What
-# comes back in $OUT: logs.tar.gz (every log, summary.txt first) and the packs. Naming steps
-# runs only those (a later session picks up where a cut-off one stopped):
+# tests and their overhead over raw NCCL, the proxy fence's probe, gemm against cuBLASLt,
+# attention and scaled_dot against PyTorch and JAX, Nsight Compute on attention's kernels, one
+# shape tuned end to end and the cold start from a cache, the module load and launch overhead,
+# the gemm schedules, the tuned packs of caches/ (tune_pack.sh), every registered kernel with
+# its PTX dumped (scripts/sass_report.sh reads it back here), and the top 8 against the
+# exhaustive search. What comes back in $OUT: logs.tar.gz (every log, summary.txt first) and
+# the packs. Naming steps runs only those (a later session picks up where a cut-off one stopped):
 #   bash scripts/device/run_gpu.sh [BUDGET [STEP...]]
 set -uo pipefail
 cd "$(dirname "$0")/../.."

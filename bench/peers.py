@@ -209,7 +209,9 @@ def main():
         print(title, flush=True)
         flops, rows = 2.0 * p["B"] * p["M"] * p["N"] * p["K"], []
         measure("tilejit", flops, lambda: tilejit_ms(o.tilejit, "scaled_dot", p, device), rows)
-        # The same product with rhs stored (N, K): the order the 8-bit tensor cores read B in.
+        # The same product with rhs stored (N, K): the order the 8-bit tensor cores read B in. At
+        # 8192 rows tilejit copies a (K, N) rhs into that order first (ops/scaled_dot/k_major_copy.h),
+        # at 1024 each program transposes its tiles: the two problems time both ways.
         measure("tilejit, rhs stored (N, K)", flops,
                 lambda: tilejit_ms(o.tilejit, "scaled_dot", dict(p, RHS_NK=1), device), rows)
         measure("jax.lax.scaled_dot", flops, lambda: jax_scaled_dot_ms(p), rows)
@@ -221,6 +223,8 @@ def main():
     scaled_dot(scaled_dot_problem(o.small))
     attention(attention_problem(o.small), causal=True, backward=False)
     attention(attention_problem(o.small), causal=True, backward=True)
+    if not o.small:
+        scaled_dot(dict(scaled_dot_problem(o.small), M=1024))
 
     if o.json:
         with open(o.json, "w") as f:

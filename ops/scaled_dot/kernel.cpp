@@ -10,6 +10,7 @@
 #include "ops/common/f32_dot.h"
 #include "ops/common/named_arguments.h"
 #include "ops/common/op_kernels.h"
+#include "ops/scaled_dot/k_major_copy.h"
 
 namespace tilejit::ops::scaled_dot_detail {
 namespace {
@@ -377,11 +378,18 @@ ScaledDotPlan plan_scaled_dot(DType lhs, DType rhs, int64_t lhs_block, int64_t r
 
 void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView& rhs, const Tensor& out,
                            Stream& stream) {
-  const GroupedView &a = lhs.data, &b = rhs.data;
-  const int64_t batch = a.size[0], m = a.size[1], k = a.size[2], n = b.size[2];
+  const GroupedView& a = lhs.data;
+  const int64_t batch = a.size[0], m = a.size[1], k = a.size[2], n = rhs.data.size[2];
   const DeviceInfo& device = out.device().info();
-  ScaledDotPlan plan = plan_scaled_dot(a.storage.dtype(), b.storage.dtype(), lhs.scale ? lhs.block : 0,
-                                       rhs.scale ? rhs.block : 0, m, n, k, device.cc_major * 10 + device.cc_minor);
+  const int cc = device.cc_major * 10 + device.cc_minor;
+  ScaledDotPlan plan = plan_scaled_dot(a.storage.dtype(), rhs.data.storage.dtype(), lhs.scale ? lhs.block : 0,
+                                       rhs.scale ? rhs.block : 0, m, n, k, cc);
+  const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
+  const int64_t programs = batch * tiles_m * tiles_n;
+  if (programs > std::numeric_limits<int32_t>::max())
+    fail("scaled_dot: {} output tiles of {}x{} (batch {}, M {}, N {}) are more than one launch holds", programs,
+         plan.block_m, plan.block_n, batch, m, n);
+  const GroupedView b = transposes_rhs_ahead(plan, rhs.data, m, cc) ? k_major_copy(rhs.data, stream) : rhs.data;
 
   int64_t bound = std::max({offset_bound(a), offset_bound(b), (m + 256) * (n + 256), k + 256});
   if (lhs.scale) bound = std::max(bound, offset_bound(*lhs.scale));
@@ -400,12 +408,6 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
   if (rhs.scale) spec.rhs_block_shift = power_of_two_log2(rhs.block);
   spec.factors_on_tensor_cores = plan.factors_on_tensor_cores;
   spec.rhs_k_major = b.stride[1] == 1 && b.stride[2] != 1;
-
-  const int64_t tiles_m = (m + plan.block_m - 1) / plan.block_m, tiles_n = (n + plan.block_n - 1) / plan.block_n;
-  const int64_t programs = batch * tiles_m * tiles_n;
-  if (programs > std::numeric_limits<int32_t>::max())
-    fail("scaled_dot: {} output tiles of {}x{} (batch {}, M {}, N {}) are more than one launch holds", programs,
-         plan.block_m, plan.block_n, batch, m, n);
 
   NamedArguments args;
   auto offset = [&](const char* name, int64_t v) {  // a size or stride within one batch

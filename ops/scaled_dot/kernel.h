@@ -14,9 +14,11 @@
 //   other loop the factors of a (BLOCK_M, BLOCK_N) tile are, on sm_90a, one more tensor-core
 //   product (the rows' scales times the columns', kernel.cpp); elsewhere a multiply each, of
 //   column scales decoded once (once_per_element) and moved to the accumulator's threads.
-//   The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+;
-//   pairings that dot does not take directly are widened exactly (fp8 to bf16 or f16, f16 and
-//   bf16 together to f32 as tf32, which holds both exactly).
+//   The operands reach the tensor cores as stored: fp8 x fp8 as fp8 on sm_89+ (an fp8 rhs stored
+//   (K, N) is transposed for them in each step, or, for a product of many row blocks on sm_90a,
+//   copied along K once ahead: k_major_copy.h); pairings that dot does not take directly are
+//   widened exactly (fp8 to bf16 or f16, f16 and bf16 together to f32 as tf32, which holds both
+//   exactly).
 // - operand_tiles: blocks that no power-of-two K tile divides with at least the tensor cores'
 //   K (blocks of 2, 3, 16 for fp8, ...), and the scales beside a bf16 or f32 operand, are applied
 //   to the operand tiles in registers: each

@@ -120,9 +120,8 @@ BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, c
   if (config.block_m <= 0 || kWorkspaceRowsMultiple % config.block_m != 0)
     fail("attention_backward: {} takes a BLOCK_M that divides {}, not {}", name, kWorkspaceRowsMultiple,
          config.block_m);
-  const JitKernel& kernel =
-      op_kernel(fmt::format("{}/{}/descriptors[{}]", name, features_key(p), args.descriptor_names()),
-                [&] { return make(p.dtype, args.params()); });
+  const JitKernel& kernel = op_kernel(fmt::format("{}/{}", name, features_key(p)), args,
+                                      [&](std::vector<ir::Param> params) { return make(p.dtype, std::move(params)); });
   BoundKernel bound = kernel.with(config.constants(p.head_dim));
   return {std::move(args), std::move(bound), program_count("attention_backward", (rows + block - 1) / block, heads)};
 }
@@ -144,8 +143,9 @@ BackwardLaunch dq_launch(const AttentionProblem& p, const KernelConfig& config, 
 constexpr int64_t kElementsPerProgram = 1024;
 BackwardLaunch dq_from_sum_launch(const AttentionProblem& p, const BackwardBuffers& buffers) {
   NamedArguments args = dq_from_sum_arguments(p, buffers);
-  const JitKernel& kernel = op_kernel(fmt::format("attention_backward_dq_from_sum/{}", dtype_name(p.dtype)),
-                                      [&] { return dq_from_sum_kernel(p.dtype, args.params()); });
+  const JitKernel& kernel =
+      op_kernel(fmt::format("attention_backward_dq_from_sum/{}", dtype_name(p.dtype)), args,
+                [&](std::vector<ir::Param> params) { return dq_from_sum_kernel(p.dtype, std::move(params)); });
   return {std::move(args), kernel.with({{"BLOCK", kElementsPerProgram}}),
           program_count("attention_backward", (buffers.dq.numel() + kElementsPerProgram - 1) / kElementsPerProgram, 1)};
 }

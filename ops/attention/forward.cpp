@@ -23,9 +23,9 @@ namespace {
 
 BoundKernel forward_kernel_of(const AttentionProblem& p, const KernelConfig& config, const NamedArguments& args,
                               bool lse) {
-  const JitKernel& kernel = op_kernel(fmt::format("attention_forward/{}/lse{}/descriptors[{}]", features_key(p), lse,
-                                                  args.descriptor_names()),
-                                      [&] { return forward_kernel(p.dtype, args.params()); });
+  const JitKernel& kernel =
+      op_kernel(fmt::format("attention_forward/{}/lse{}", features_key(p), lse), args,
+                [&](std::vector<ir::Param> params) { return forward_kernel(p.dtype, std::move(params)); });
   return kernel.with(config.constants(p.head_dim));
 }
 

@@ -14,10 +14,9 @@ void NamedArguments::add_owned(std::string name, TensorDescriptor descriptor) {
   add(std::move(name), KernelArg(*descriptors_.back()));
 }
 
-std::string NamedArguments::descriptor_names() const {
+std::string NamedArguments::signature() const {
   std::string out;
-  for (size_t i = 0; i < names_.size(); ++i)
-    if (values_[i].kind() == KernelArg::Kind::tensor_descriptor) out += (out.empty() ? "" : ",") + names_[i];
+  for (const ir::Param& p : params()) out += (out.empty() ? "" : ",") + p.name + ":" + p.type.str();
   return out;
 }
 

@@ -37,9 +37,9 @@ class NamedArguments {
   // or a scalar of its kind.
   std::vector<ir::Param> params() const;
   const std::vector<KernelArg>& values() const { return values_; }
-  // The names of the arguments given as tensor descriptors, comma-separated: for memo keys of
-  // kernels whose parameters differ by it.
-  std::string descriptor_names() const;
+  // The parameters' names and types ("x:ptr<bf16>,n:i32"): what a memo key of a kernel made
+  // from params() must name (op_kernels.h).
+  std::string signature() const;
 
  private:
   std::vector<std::string> names_;

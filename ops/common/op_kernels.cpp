@@ -19,4 +19,9 @@ const JitKernel& op_kernel(const std::string& key, const std::function<dsl::Kern
   return *it->second;
 }
 
+const JitKernel& op_kernel(const std::string& key, const NamedArguments& args,
+                           const std::function<dsl::Kernel(std::vector<ir::Param>)>& make) {
+  return op_kernel(key + "(" + args.signature() + ")", [&] { return make(args.params()); });
+}
+
 }  // namespace tilejit::ops

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dsl/kernel.h"
+#include "ops/common/named_arguments.h"
 #include "runtime/jit.h"
 #include "runtime/tensor.h"
 
@@ -25,6 +26,11 @@ namespace tilejit::ops {
 // name everything `make` depends on; it describes what the kernel's body captures
 // (dsl::Kernel::describe_captures), so two kernels of one lambda never share compiled code.
 const JitKernel& op_kernel(const std::string& key, const std::function<dsl::Kernel()>& make);
+// The same for a kernel whose parameters are `args`' (NamedArguments::params), which `make`
+// receives: memoized under `key` and the parameters' names and types, so that calls whose
+// arguments differ in a dtype, or in a tensor given as a descriptor, never share a kernel.
+const JitKernel& op_kernel(const std::string& key, const NamedArguments& args,
+                           const std::function<dsl::Kernel(std::vector<ir::Param>)>& make);
 
 // A parameter of a kernel defined with define_op_kernel.
 inline ir::Param pointer_param(std::string name, DType element) {

@@ -30,7 +30,9 @@ struct MainKernel {
     built = config;
     built.warp_specialize = config.warp_specialize && operands.a && operands.b;
     if (!built.warp_specialize || device.cc_major != 9 || built.num_stages < 2) built.cluster_m = 1;
-    kernel = op_kernel(key, [&] { return main_kernel(p.features, partial, args.params()); }).with(built.constants());
+    kernel = op_kernel(key, args, [&](std::vector<ir::Param> params) {
+               return main_kernel(p.features, partial, std::move(params));
+             }).with(built.constants());
   }
   MainKernel(const MainKernel&) = delete;
   MainKernel& operator=(const MainKernel&) = delete;
@@ -49,8 +51,9 @@ struct MainKernel {
 // Split-K's second kernel: the slices summed, in tiles of (kSumBlockM, kSumBlockN).
 constexpr int64_t kSumBlockM = 32, kSumBlockN = 64;
 BoundKernel sum_kernel(const GemmProblem& p, const GemmConfig& config, const NamedArguments& sum) {
-  const JitKernel& reduce =
-      op_kernel(p.features.key() + "/sum", [&] { return reduction_kernel(p.features, sum.params()); });
+  const JitKernel& reduce = op_kernel(p.features.key() + "/sum", sum, [&](std::vector<ir::Param> params) {
+    return reduction_kernel(p.features, std::move(params));
+  });
   return reduce.with({{"BLOCK_M", kSumBlockM}, {"BLOCK_N", kSumBlockN}, {"SPLIT_K", config.split_k}});
 }
 

@@ -438,7 +438,9 @@ void run_scaled_dot_kernel(const ScaledOperandView& lhs, const ScaledOperandView
   }
   if (plan.mode == ScaleMode::partial_products) offset("group", plan.group);
 
-  const JitKernel& kernel = op_kernel(spec.key(), [&] { return scaled_dot_kernel(spec, args.params()); });
+  const JitKernel& kernel = op_kernel(spec.key(), args, [&](std::vector<ir::Param> params) {
+    return scaled_dot_kernel(spec, params);
+  });
   kernel
       .with({{"BLOCK_M", plan.block_m},
              {"BLOCK_N", plan.block_n},

@@ -145,6 +145,25 @@ TEST(Gemm, EpilogueSteps) {
   check_gemm(batched_c, rng);
 }
 
+// Calls that differ only in an epilogue operand's dtype take kernels of their own, whatever
+// ran before them in the process (split-K's two kernels too).
+TEST(Gemm, EpilogueOperandsOfEveryDtypeOneAfterAnother) {
+  TJ_SEEDED_RNG(rng);
+  for (int64_t split_k : {1, 3})
+    for (DType d : {DType::bf16, DType::f32, DType::f16}) {
+      SCOPED_TRACE(fmt::format("split_k {}, operands of {}", split_k, dtype_name(d)));
+      Tensor placeholder = Tensor::empty(emu(), d, {1});
+      GemmCase bias{.m = 30, .n = 40, .k = 96}, c{.m = 30, .n = 40, .k = 96}, residual{.m = 30, .n = 40, .k = 96};
+      bias.options.bias = placeholder;
+      c.options.beta = 0.5f, c.options.c = placeholder;
+      residual.options.residual = placeholder;
+      for (GemmCase* g : {&bias, &c, &residual}) {
+        g->options.split_k = split_k;
+        check_gemm(*g, rng);
+      }
+    }
+}
+
 TEST(Gemm, OutputCastsAndQuantizedEpilogues) {
   TJ_SEEDED_RNG(rng);
   Tensor placeholder = Tensor::empty(emu(), DType::f32, {1});

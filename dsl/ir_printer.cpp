@@ -10,7 +10,9 @@ namespace {
 std::string attr_str(const AttrValue& value) {
   struct Visitor {
     std::string operator()(int64_t v) const { return std::to_string(v); }
-    std::string operator()(double v) const { return fmt::format("{:.9g}", v); }
+    // The shortest text that reads back as the same double: the IR text keys the kernel cache,
+    // so two constants that round to different values of their dtype must print apart.
+    std::string operator()(double v) const { return fmt::format("{}", v); }
     std::string operator()(const std::string& v) const { return fmt::format("\"{}\"", v); }
     std::string operator()(const std::vector<int64_t>& v) const {
       return fmt::format("[{}]", fmt::join(v, ", "));

@@ -117,8 +117,14 @@ class Kernel {
 
 namespace detail {
 // One instantiation per kernel body type, emitted in the binary that defines the body.
+// Each instantiation returns the address of a variable of its own, so that no two are the same
+// code: a linker that folds identical functions (lld's or gold's --icf=all) would give two
+// bodies one anchor, and their kernels one launch key.
 template <typename F>
-void code_anchor() {}
+const void* code_anchor() {
+  static const char own = 0;
+  return &own;
+}
 
 template <typename T>
 struct CallableArgs : CallableArgs<decltype(&T::operator())> {};

@@ -249,6 +249,8 @@ void CachePack::check_index(uint64_t entry_area_end) {
     if (!is_valid_cache_key(e->key)) damaged(fmt::format("'{}' is not a cache key", e->key));
     if (e->offset < kPackHeaderSize || e->offset > entry_area_end || e->bytes > entry_area_end - e->offset)
       damaged(fmt::format("entry {} lies outside the entry area", e->key));
+    if (e->bytes > kMostValueBytes)
+      damaged(fmt::format("entry {} holds {} bytes, more than a value may ({})", e->key, e->bytes, kMostValueBytes));
     if (i > 0 && e->key <= previous) damaged(fmt::format("entry {} is out of order", e->key));
     previous = e->key;
   }

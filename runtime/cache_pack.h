@@ -33,6 +33,10 @@ namespace tilejit {
 class KernelCache;
 struct CacheEntryInfo;
 
+// The most bytes one value may hold, in a cache directory or a pack. No kernel image or tuning
+// result comes near it: a larger length is damage, refused before any memory is taken for it.
+constexpr uint64_t kMostValueBytes = uint64_t{1} << 30;
+
 // Who made a pack, and for what.
 struct PackManifest {
   std::string arch;             // the code generation target its kernels are for, e.g. "sm_90a"

@@ -133,6 +133,11 @@ std::optional<EntryHeader> read_header(int fd, int64_t file_size, std::string& p
                           header.payload_length);
     return std::nullopt;
   }
+  if (header.payload_length > kMostValueBytes || header.label_length > kMostValueBytes) {
+    problem = fmt::format("its header says it holds {} + {} bytes, more than an entry may ({})", header.label_length,
+                          header.payload_length, kMostValueBytes);
+    return std::nullopt;
+  }
   return header;
 }
 
@@ -611,6 +616,9 @@ bool KernelCache::put(const std::string& key, std::string_view label, std::strin
 
 bool KernelCache::store(const std::string& key, std::string_view label, std::string value, bool durable) {
   check_key(key);
+  if (value.size() > kMostValueBytes)
+    fail("kernel cache: a value of {} bytes for {} is more than an entry may hold ({})", value.size(), key,
+         kMostValueBytes);
   if (!enabled()) return false;
   auto shared = std::make_shared<const std::string>(std::move(value));
   bool stored = !impl_->disk || impl_->disk->write(key, label, *shared, durable);

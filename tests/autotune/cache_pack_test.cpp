@@ -31,6 +31,7 @@ namespace tilejit {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -270,6 +271,39 @@ TEST_F(CachePackTest, EveryTruncationIsRefused) {
     if (length < 8) EXPECT_THAT(message, HasSubstr("is not a tilejit cache pack")) << length;
     else EXPECT_THAT(message, HasSubstr(fmt::format("cache pack {} is truncated: {} bytes", cut, length))) << length;
   }
+}
+
+// A record that says its value is larger than any value may be, inside a (sparse) pack of that
+// size whose index checksum holds: refused when opened, before any memory is taken for it.
+TEST_F(CachePackTest, AnOversizedEntryIsRefused) {
+  std::string bytes = read_file(make_pack(for_sm90()));
+  auto le = [&](size_t at) { return file_io::read_le(bytes.data() + at, 8); };
+  auto set_le = [](std::string& s, size_t at, uint64_t v) {
+    for (int i = 0; i < 8; ++i) s[at + static_cast<size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  // Header: magic (8), version (4), reserved (4), file length, index offset, index length, checksum.
+  // Index: manifest length (4), manifest, entry count (8), record positions (8 each), records;
+  // a record's value length lies 14 bytes in.
+  const uint64_t index_offset = le(24), gap = uint64_t{1} << 31;
+  std::string index = bytes.substr(index_offset);
+  const size_t positions = 4 + file_io::read_le(index.data(), 4) + 8;
+  const size_t record = file_io::read_le(index.data() + positions, 8);
+  const uint64_t claimed = file_io::read_le(index.data() + record + 14, 8) + gap;
+  set_le(index, record + 14, claimed);
+  std::string header = bytes.substr(0, 72);
+  set_le(header, 16, bytes.size() + gap);
+  set_le(header, 24, index_offset + gap);
+  header.replace(40, 32, cache_key({index}));
+  std::string path = dir_ / "oversized.tjpack";
+  write_file(path, header + bytes.substr(72, index_offset - 72));
+  std::error_code ec;
+  fs::resize_file(path, index_offset + gap, ec);  // the entry area, sparse, then the index
+  ASSERT_FALSE(ec) << "a sparse file of 2 GiB: " << ec.message();
+  std::ofstream(path, std::ios::binary | std::ios::app) << index;
+  ASSERT_EQ(fs::file_size(path), bytes.size() + gap);
+  EXPECT_THAT(error_of([&] { CachePack::open(path, needs_sm90()); }),
+              AllOf(HasSubstr(fmt::format("cache pack {} is damaged: entry", path)),
+                    HasSubstr(fmt::format("holds {} bytes, more than a value may", claimed))));
 }
 
 TEST_F(CachePackTest, ForeignFilesAreRefused) {

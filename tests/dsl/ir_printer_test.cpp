@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <regex>
 
@@ -308,7 +309,7 @@ TEST(IrPrinter, AttributeFormatting) {
   EXPECT_CONTAINS(text, "= constant {value = 0.1} : tile<4xf32>\n");
   EXPECT_CONTAINS(text, "= constant {value = 1e-05} : tile<4xf32>\n");
   EXPECT_CONTAINS(text, "= constant {value = 3} : tile<4xf32>\n");
-  EXPECT_CONTAINS(text, "= constant {value = 0.333333333} : tile<4xf32>\n");
+  EXPECT_CONTAINS(text, "= constant {value = 0.3333333333333333} : tile<4xf32>\n");
   EXPECT_CONTAINS(text, "= constant {value = 123456789} : tile<4xf32>\n");
   EXPECT_CONTAINS(text, "= constant {value = inf} : tile<4xf32>\n");
   EXPECT_CONTAINS(text, "= constant {value = -inf} : tile<4xf16>\n");
@@ -317,6 +318,19 @@ TEST(IrPrinter, AttributeFormatting) {
   EXPECT_CONTAINS(text, "{to = f8e5m2, saturate = 1} : tile<4xf8e5m2>\n");
   EXPECT_CONTAINS(text, "{shape = [2, 2, 2]} : tile<2x2x2xi32>\n");
   EXPECT_CONTAINS(text, "{perm = [2, 1, 0]} : tile<2x2x2xi32>\n");
+}
+
+// The text keys the kernel cache: a constant prints as the shortest text that reads back as
+// the same double. The doubles either side of 1 + 2^-24 round to different f32 values (1 and
+// 1 + 2^-23); nine significant digits printed both as 1.00000006.
+TEST(IrPrinter, ConstantsReadBackExactly) {
+  for (double v : {std::nextafter(1 + 0x1p-24, 0.0), std::nextafter(1 + 0x1p-24, 2.0), 0.1, 1.0 / 3.0}) {
+    auto fn = trace("near", {}, [v](const Constants&) { (void)full({4}, v, f32); });
+    std::string text = fn->str();
+    size_t at = text.find("{value = ");
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_EQ(std::strtod(text.c_str() + at + 9, nullptr), v) << text;
+  }
 }
 
 TEST(IrPrinter, TypeAndShapeStrings) {

@@ -206,6 +206,20 @@ TEST_F(KernelCacheTest, TrailingGarbageIsAMiss) {
   expect_detected(key, "one byte appended");
 }
 
+// A header that claims more than any value holds, over a (sparse) file of that size: a miss,
+// before anything is read into memory for it.
+TEST_F(KernelCacheTest, AnOversizedEntryIsAMissAndRemoved) {
+  std::string key = cache_key({"oversized"});
+  std::string bytes = written_entry(options(), entry_file(key), key);
+  const uint64_t label = bytes.size() - 40 - 100, claimed = uint64_t{1} << 40;  // 40-byte header, 100-byte value
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(16 + i)] = static_cast<char>((claimed >> (8 * i)) & 0xff);
+  write_file(entry_file(key), bytes);
+  std::error_code ec;
+  fs::resize_file(entry_file(key), 40 + label + claimed, ec);
+  ASSERT_FALSE(ec) << "a sparse file of 1 TiB: " << ec.message();
+  expect_detected(key, "a value of 1 TiB");
+}
+
 TEST_F(KernelCacheTest, CorruptEntryIsReportedAsAWarning) {
   std::string key = cache_key({"warned"});
   next_process().put(key, "label", "payload");

@@ -113,13 +113,18 @@ struct BackwardLaunch {
   KernelReport prepare(Device& device) const { return kernel.prepare(device, args.values())->report(); }
 };
 
-BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, const char* name,
-                               dsl::Kernel (*make)(DType, std::vector<ir::Param>), const KernelConfig& config,
-                               int64_t rows, int64_t block, int64_t heads) {
-  // Each of these kernels reads the row statistics in blocks of BLOCK_M rows.
+// Each backward kernel reads the row statistics in blocks of BLOCK_M rows, which the
+// statistics' padding must hold whole.
+void check_statistics_blocks(const char* name, const KernelConfig& config) {
   if (config.block_m <= 0 || kWorkspaceRowsMultiple % config.block_m != 0)
     fail("attention_backward: {} takes a BLOCK_M that divides {}, not {}", name, kWorkspaceRowsMultiple,
          config.block_m);
+}
+
+BackwardLaunch backward_launch(const AttentionProblem& p, NamedArguments args, const char* name,
+                               dsl::Kernel (*make)(DType, std::vector<ir::Param>), const KernelConfig& config,
+                               int64_t rows, int64_t block, int64_t heads) {
+  check_statistics_blocks(name, config);
   const JitKernel& kernel = op_kernel(fmt::format("{}/{}", name, features_key(p)), args,
                                       [&](std::vector<ir::Param> params) { return make(p.dtype, std::move(params)); });
   BoundKernel bound = kernel.with(config.constants(p.head_dim));
@@ -223,6 +228,10 @@ BackwardBuffers backward_buffers(const AttentionProblem& p, const Tensor& out, c
 
 void launch_backward(const AttentionProblem& p, const AttentionConfigs& configs, const BackwardBuffers& buffers,
                      Stream& stream) {
+  // Every kernel's config is checked before the first runs.
+  check_statistics_blocks("attention_backward_rows", configs.preprocess);
+  check_statistics_blocks(dkdv_kernel_name(configs.dkdv.fuse_dq), configs.dkdv);
+  if (!configs.dkdv.fuse_dq) check_statistics_blocks("attention_backward_dq", configs.dq);
   launch_backward_rows(p, configs.preprocess, buffers, stream);
   launch_dkdv(p, configs.dkdv, buffers, stream);
   if (!configs.dkdv.fuse_dq) launch_dq(p, configs.dq, buffers, stream);

@@ -7,6 +7,9 @@
 
 namespace tilejit::ops::gemm_detail {
 
+// Launches `p` (its output set) with its tuned or heuristic config, in launches of at most
+// `most_batches_per_launch` batches each (a grid's y dim holds 65535).
+void launch_gemm(const GemmProblem& p, Stream& s, int64_t most_batches_per_launch);
 // Launches `p` (its output set) tiled by `config`, whose split_k is clamped to the K steps.
 void launch_gemm_with(const GemmProblem& p, GemmConfig config, Stream& s);
 // Builds, without launching, the main kernel that launch_gemm_with(p, config) runs on

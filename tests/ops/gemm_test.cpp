@@ -4,6 +4,7 @@
 #include <dlpack/dlpack.h>
 #include <gtest/gtest.h>
 
+#include "ops/gemm/gemm_launch.h"
 #include "tests/error_message.h"
 #include "tests/ops/gemm_check.h"
 #include "tests/ptx_dump.h"
@@ -195,6 +196,25 @@ TEST(Gemm, SplitK) {
   GemmCase more_slices_than_steps{.m = 16, .n = 16, .k = 40};
   more_slices_than_steps.options.split_k = 16;
   check_gemm(more_slices_than_steps, rng);
+}
+
+// A launch's grid holds 65535 batches: more run in launches of that many, each over its slice
+// of the batched operands (c and the residual too) and the shared ones whole. Here in launches of
+// 3 batches (65536 would take the emulator minutes).
+TEST(Gemm, MoreBatchesThanOneLaunchHolds) {
+  TJ_SEEDED_RNG(rng);
+  Tensor placeholder = Tensor::empty(emu(), DType::f32, {1});
+  auto in_launches_of_three = [](const Tensor& a, const Tensor& b, const Tensor& out, const GemmOptions& o) {
+    tilejit::ops::gemm_detail::launch_gemm(tilejit::ops::gemm_detail::check_gemm(a, b, o, &out), stream(), 3);
+  };
+  GemmCase c{.batch_a = 7, .batch_b = 1, .m = 20, .n = 24, .k = 16, .launch = in_launches_of_three};
+  c.options.beta = 1, c.options.c = placeholder, c.options.residual = placeholder;
+  check_gemm(c, rng);
+  GemmCase shared_a{.batch_a = 1, .batch_b = 8, .m = 20, .n = 24, .k = 16, .rank3 = true, .launch = in_launches_of_three};
+  check_gemm(shared_a, rng);
+  GemmCase split{.batch_a = 4, .batch_b = 4, .m = 20, .n = 24, .k = 96, .launch = in_launches_of_three};
+  split.options.split_k = 2;
+  check_gemm(split, rng);
 }
 
 TEST(Gemm, StridedViews) {

@@ -20,8 +20,8 @@ constexpr int64_t kBlock = 64;
 // and a barrier more per step than reading it along K (206 against 176), some 60 issue clocks of
 // an SM per (128 rows, 32 K, 128 columns); moving that much of the rhs through memory ahead
 // (4 KiB each way at about 13 bytes a clock per SM of an H100's 3.3 TB/s) costs about 630, so
-// the copy pays from about 1300 rows. Twice that leaves room for the estimate's error, and a
-// large rhs keeps the copy's launch a small part of it.
+// the copy pays from about 1300 rows. About three times that leaves room for the estimate's
+// error, and a large rhs keeps the copy's launch a small part of it.
 constexpr int64_t kRowsForTransposingAhead = 4096;
 constexpr int64_t kRhsElementsForTransposingAhead = int64_t{1} << 24;
 

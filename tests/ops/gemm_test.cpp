@@ -210,7 +210,8 @@ TEST(Gemm, MoreBatchesThanOneLaunchHolds) {
   GemmCase c{.batch_a = 7, .batch_b = 1, .m = 20, .n = 24, .k = 16, .launch = in_launches_of_three};
   c.options.beta = 1, c.options.c = placeholder, c.options.residual = placeholder;
   check_gemm(c, rng);
-  GemmCase shared_a{.batch_a = 1, .batch_b = 8, .m = 20, .n = 24, .k = 16, .rank3 = true, .launch = in_launches_of_three};
+  GemmCase shared_a{
+      .batch_a = 1, .batch_b = 8, .m = 20, .n = 24, .k = 16, .rank3 = true, .launch = in_launches_of_three};
   check_gemm(shared_a, rng);
   GemmCase split{.batch_a = 4, .batch_b = 4, .m = 20, .n = 24, .k = 96, .launch = in_launches_of_three};
   split.options.split_k = 2;

@@ -70,8 +70,8 @@ TEST(KMajorCopy, GivesTheKernelTheSameProduct) {
 TEST(KMajorCopy, TakenOnlyWhereItPays) {
   Tensor bytes = Tensor::empty(emu(), e4m3, {1});
   auto rhs = [&](int64_t k, int64_t n, bool along_n) {  // (1, K, N): only its sizes and strides count
-    return GroupedView{bytes, {1, k, n}, along_n ? std::array<int64_t, 3>{k * n, n, 1} : std::array<int64_t, 3>{k * n, 1, k},
-                       false};
+    using Strides = std::array<int64_t, 3>;
+    return GroupedView{bytes, {1, k, n}, along_n ? Strides{k * n, n, 1} : Strides{k * n, 1, k}, false};
   };
   auto plan = [](DType lhs, DType rhs, int cc) { return plan_scaled_dot(lhs, rhs, 32, 32, 8192, 8192, 8192, cc); };
   EXPECT_TRUE(transposes_rhs_ahead(plan(e4m3, e4m3, 90), rhs(8192, 8192, true), 8192, 90));

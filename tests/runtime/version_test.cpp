@@ -29,10 +29,10 @@ class SourceFingerprint : public ::testing::Test {
     fs::create_directories((root_.path() / relative).parent_path());
     std::ofstream(root_.path() / relative) << text;
   }
-  // Runs the script over dirs "a,b/c" of the tree; the fingerprint it wrote.
+  // Runs the script over folders "a" and "b/c" and file "e/f.cpp" of the tree; the fingerprint it wrote.
   std::string fingerprint() {
     const std::string command = std::string("\"") + TILEJIT_TEST_CMAKE + "\" -DROOT=" + root_.path().string() +
-                                " -DDIRS=a,b/c -DOUTPUT=" + header() + " -P " + TILEJIT_TEST_FINGERPRINT_SCRIPT;
+                                " -DPATHS=a,b/c,e/f.cpp -DOUTPUT=" + header() + " -P " + TILEJIT_TEST_FINGERPRINT_SCRIPT;
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     std::stringstream text;
     text << std::ifstream(header()).rdbuf();
@@ -64,6 +64,12 @@ TEST_F(SourceFingerprint, FollowsEverySourceItCovers) {
   EXPECT_NE(fingerprint(), added) << "a renamed file";
   fs::rename(root_.path() / "b/c/d/four.cpp", root_.path() / "b/c/d/three.cpp");
   EXPECT_EQ(fingerprint(), added) << "the same tree again";
+
+  write("e/f.cpp", "int f();\n");
+  const std::string named = fingerprint();
+  EXPECT_NE(named, added) << "a file named on its own";
+  write("e/f.cpp", "int f(); \n");
+  EXPECT_NE(fingerprint(), named) << "an edit of a file named on its own";
 }
 
 TEST_F(SourceFingerprint, IgnoresWhatItDoesNotCover) {
@@ -72,6 +78,7 @@ TEST_F(SourceFingerprint, IgnoresWhatItDoesNotCover) {
   write("b/other.cpp", "");      // b itself is not covered, only b/c
   write("a/notes.txt", "text");  // nor other kinds of file
   write("elsewhere/x.h", "");
+  write("e/g.cpp", "");  // nor a file beside one named on its own
   EXPECT_EQ(fingerprint(), first);
 }
 

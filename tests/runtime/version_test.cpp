@@ -32,7 +32,8 @@ class SourceFingerprint : public ::testing::Test {
   // Runs the script over folders "a" and "b/c" and file "e/f.cpp" of the tree; the fingerprint it wrote.
   std::string fingerprint() {
     const std::string command = std::string("\"") + TILEJIT_TEST_CMAKE + "\" -DROOT=" + root_.path().string() +
-                                " -DPATHS=a,b/c,e/f.cpp -DOUTPUT=" + header() + " -P " + TILEJIT_TEST_FINGERPRINT_SCRIPT;
+                                " -DPATHS=a,b/c,e/f.cpp -DOUTPUT=" + header() + " -P " +
+                                TILEJIT_TEST_FINGERPRINT_SCRIPT;
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     std::stringstream text;
     text << std::ifstream(header()).rdbuf();

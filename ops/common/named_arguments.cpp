@@ -16,26 +16,27 @@ void NamedArguments::add_owned(std::string name, TensorDescriptor descriptor) {
 
 std::string NamedArguments::signature() const {
   std::string out;
-  for (const ir::Param& p : params()) out += (out.empty() ? "" : ",") + p.name + ":" + p.type.str();
+  for (size_t i = 0; i < names_.size(); ++i) out += (i ? "," : "") + names_[i] + ":" + param_type(i).str();
   return out;
 }
 
 std::vector<ir::Param> NamedArguments::params() const {
   std::vector<ir::Param> params;
-  for (size_t i = 0; i < names_.size(); ++i) {
-    const KernelArg& v = values_[i];
-    ir::Type type;
-    switch (v.kind()) {
-      case KernelArg::Kind::pointer: type = ir::Type::pointer_to(v.dtype()); break;
-      case KernelArg::Kind::i32: type = ir::Type::scalar(DType::i32); break;
-      case KernelArg::Kind::i64: type = ir::Type::scalar(DType::i64); break;
-      case KernelArg::Kind::f32: type = ir::Type::scalar(DType::f32); break;
-      case KernelArg::Kind::tensor_descriptor: type = ir::Type::descriptor_of(v.dtype()); break;
-      case KernelArg::Kind::untyped_pointer: fail("kernel argument {} has no element type", names_[i]);
-    }
-    params.push_back(ir::Param{names_[i], type, {}});
-  }
+  for (size_t i = 0; i < names_.size(); ++i) params.push_back(ir::Param{names_[i], param_type(i), {}});
   return params;
+}
+
+ir::Type NamedArguments::param_type(size_t i) const {
+  const KernelArg& v = values_[i];
+  switch (v.kind()) {
+    case KernelArg::Kind::pointer: return ir::Type::pointer_to(v.dtype());
+    case KernelArg::Kind::i32: return ir::Type::scalar(DType::i32);
+    case KernelArg::Kind::i64: return ir::Type::scalar(DType::i64);
+    case KernelArg::Kind::f32: return ir::Type::scalar(DType::f32);
+    case KernelArg::Kind::tensor_descriptor: return ir::Type::descriptor_of(v.dtype());
+    case KernelArg::Kind::untyped_pointer: break;
+  }
+  fail("kernel argument {} has no element type", names_[i]);
 }
 
 NamedTiles::NamedTiles(const std::vector<ir::Param>& params, std::span<const dsl::Tile> tiles)

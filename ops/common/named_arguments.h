@@ -42,6 +42,8 @@ class NamedArguments {
   std::string signature() const;
 
  private:
+  ir::Type param_type(size_t i) const;  // the parameter argument i fills
+
   std::vector<std::string> names_;
   std::vector<KernelArg> values_;
   std::vector<std::shared_ptr<const TensorDescriptor>> descriptors_;

@@ -33,11 +33,12 @@ Kernel k_major_copy_kernel(DType dtype) {
        scalar_param("tiles_n", DType::i32), scalar_param("tiles_per_batch", DType::i32)},
       {{"BLOCK", kBlock}}, [](const Constants& c, std::span<const Tile> p) {
         const Tile &src = p[0], &dst = p[1], &K = p[2], &N = p[3], &sb = p[4], &sk = p[5];
+        const Tile &tiles_n = p[6], &tiles_per_batch = p[7];
         const int64_t block = c["BLOCK"];
         Tile pid = program_id(0);
-        Tile batch = cast(pid / p[7], i64), tile = pid % p[7];
-        Tile ks = cast(tile / p[6], i64) * block + cast(arange(0, block), i64);  // (BLOCK)
-        Tile ns = cast(tile % p[6], i64) * block + cast(arange(0, block), i64);  // (BLOCK)
+        Tile batch = cast(pid / tiles_per_batch, i64), tile = pid % tiles_per_batch;
+        Tile ks = cast(tile / tiles_n, i64) * block + cast(arange(0, block), i64);  // (BLOCK)
+        Tile ns = cast(tile % tiles_n, i64) * block + cast(arange(0, block), i64);  // (BLOCK)
         Tile tile_kn = load(src + batch * sb + expand_dims(ks, 1) * sk + expand_dims(ns, 0),
                             expand_dims(ks < K, 1) && expand_dims(ns < N, 0));  // (BLOCK k, BLOCK n)
         // The store's mask is formed in its own orientation: a transposed mask would take a trip
